@@ -1,0 +1,71 @@
+"""Loaded models by name, loaded once, with a truthful status for health checks.
+
+A model that fails to load is recorded as unavailable with its reason; signals that need
+it report UNAVAILABLE (unknown), never "no match".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    name: str
+    loaded: bool
+    detail: str  # where it was loaded from, or why it is unavailable
+
+
+class ModelUnavailable(Exception):
+    """The named model is not configured or failed to load."""
+
+
+class ModelRegistry:
+    def __init__(self) -> None:
+        self._models: dict[str, Any] = {}
+        self._status: dict[str, ModelStatus] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, loader: Callable[[], T], *, detail: str = "") -> T:
+        """The model called `name`, loading it with `loader` the first time.
+
+        A loader raises `ModelUnavailable` (not configured) or any error (failed to load);
+        both are remembered, so a broken model is reported, not retried on every request.
+        """
+        with self._lock:
+            if name in self._models:
+                return cast(T, self._models[name])
+            status = self._status.get(name)
+            if status is not None and not status.loaded:
+                raise ModelUnavailable(status.detail)
+            try:
+                model = loader()
+            except ModelUnavailable as exc:
+                self._status[name] = ModelStatus(name, False, str(exc))
+                log.warning("model %s unavailable: %s", name, exc)
+                raise
+            except Exception as exc:
+                self._status[name] = ModelStatus(name, False, f"failed to load: {exc}")
+                log.error("model %s failed to load: %s", name, exc)
+                raise ModelUnavailable(f"{name} failed to load: {exc}") from exc
+            self._models[name] = model
+            self._status[name] = ModelStatus(name, True, detail)
+            log.info("model %s loaded %s", name, detail)
+            return model
+
+    def put(self, name: str, model: object, *, detail: str = "provided") -> None:
+        """Install an already-built model (tests, or a loader run elsewhere)."""
+        with self._lock:
+            self._models[name] = model
+            self._status[name] = ModelStatus(name, True, detail)
+
+    def statuses(self) -> list[ModelStatus]:
+        with self._lock:
+            return sorted(self._status.values(), key=lambda s: s.name)

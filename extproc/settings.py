@@ -1,0 +1,107 @@
+"""The one settings object: a YAML file (optional) overlaid with `VSR_*` environment variables.
+
+Built once at start-up and passed down; nothing reads the environment anywhere else.
+Nested fields use a double underscore: `VSR_SERVER__GRPC_PORT=50052`,
+`VSR_VISION__MODEL_DIR=/models/siglip`. Values are parsed as YAML scalars, so
+`VSR_SERVER__DEBUG_HEADERS=true` is a bool and `VSR_DISPATCH__REQUEST_DEADLINE_MS=250` a number.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from extproc.images import ImageLimits
+
+ENV_PREFIX = "VSR_"
+DEFAULT_POLICY = Path(__file__).resolve().parent.parent / "policies" / "default.yaml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    grpc_host: str = "127.0.0.1"
+    grpc_port: int = 50051
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 9190
+    # Sized for 16 MB image bodies (base64 inflates by 4/3) plus headroom.
+    max_message_bytes: int = 32 * 1024 * 1024
+    shutdown_grace_s: float = 10.0
+    debug_headers: bool = False  # honour `x-vsr-debug: true` with a trace header
+    inference_paths: list[str] = Field(
+        default_factory=lambda: ["/v1/chat/completions", "/v1/responses", "/v1/completions"]
+    )
+
+
+class LimitSettings(_Section):
+    max_body_bytes: int = 24 * 1024 * 1024
+    max_image_bytes: int = 16 * 1024 * 1024
+    max_image_pixels: int = 40_000_000
+    max_image_frames: int = 64
+    max_images: int = 8
+    max_json_depth: int = 64
+
+    def image_limits(self) -> ImageLimits:
+        return ImageLimits(
+            max_bytes=self.max_image_bytes,
+            max_pixels=self.max_image_pixels,
+            max_frames=self.max_image_frames,
+            max_images=self.max_images,
+        )
+
+
+class DispatchSettings(_Section):
+    request_deadline_ms: float = Field(default=2000.0, gt=0)
+    executor_workers: int = Field(default=1, ge=1)
+    torch_threads: int | None = Field(default=2, ge=1)
+
+
+class VisionSettings(_Section):
+    model_dir: Path | None = None  # None: image-label signals are unavailable
+    precision: Literal["fp32", "bf16"] = "bf16"
+    cache_size: int = Field(default=1024, ge=0)
+
+
+class LoggingSettings(_Section):
+    level: str = "INFO"
+    json_format: bool = True
+
+
+class Settings(_Section):
+    policy_path: Path = DEFAULT_POLICY
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    dispatch: DispatchSettings = Field(default_factory=DispatchSettings)
+    vision: VisionSettings = Field(default_factory=VisionSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+
+    @classmethod
+    def load(cls, path: Path | str | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from `path` (YAML; optional) with `VSR_*` variables from `environ` on top."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            if loaded is not None and not isinstance(loaded, dict):
+                raise ValueError(f"{path}: settings must be a YAML mapping")
+            data = loaded or {}
+        env = os.environ if environ is None else environ
+        for key, raw in env.items():
+            if not key.startswith(ENV_PREFIX) or key == "VSR_SETTINGS":
+                continue
+            parts = [p.lower() for p in key[len(ENV_PREFIX) :].split("__") if p]
+            if not parts:
+                continue
+            node = data
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    raise ValueError(f"{key}: {part} is not a settings section")
+            node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
+        return cls.model_validate(data)
