@@ -159,6 +159,11 @@ class Signal(ABC):
             return self.spec.on_error
         return "match" if self.safety else "no_match"
 
+    @classmethod
+    def build(cls, spec: Any, ctx: BuildContext) -> Signal:
+        """Construct from a validated spec at policy load; heavy signals load models here."""
+        return cls(spec)
+
     def unavailable_reason(self) -> str | None:
         """Why this signal cannot run at all (e.g. no vision model configured); None when it can."""
         return None

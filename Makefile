@@ -1,0 +1,33 @@
+# The two commands a newcomer runs: `make run` and `make test`. Both set everything up.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint setup clean
+
+setup: $(STAMP)
+
+# torch first, pinned: the CPU build lies on the build machines' disk; an unpinned torch
+# (asked for by transformers) would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check extproc tests
+	$(BIN)/mypy extproc
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check extproc tests
+	$(BIN)/mypy extproc
+
+run: $(STAMP)
+	$(BIN)/extproc explain --policy policies/default.yaml policies/examples/requests/*.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
