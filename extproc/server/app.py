@@ -1,0 +1,143 @@
+"""The ext_proc server's lifecycle: start, load, serve, drain.
+
+- The gRPC port opens at once with the health service reporting NOT_SERVING; the router
+  (policy, signals, models) loads in a worker thread, then health turns SERVING. Envoy's
+  health check on the ext_proc cluster (and Kubernetes' gRPC probe) read that status.
+- Message limits come from `settings.server.max_message_bytes`, sized for image bodies.
+- SIGTERM / SIGINT: health turns NOT_SERVING, the server waits `drain_delay_s` (time for
+  Envoy's health checks to notice), then stops taking new streams and lets in-flight ones
+  finish for up to `shutdown_grace_s` before it exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+
+from extproc.server.grpc_service import ExtProcService, RouterLike
+from extproc.settings import Settings
+
+log = logging.getLogger("extproc.server")
+
+EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
+RouterFactory = Callable[[Settings], RouterLike]
+
+
+def _default_router_factory(settings: Settings) -> RouterLike:
+    from extproc.router import Router  # heavy imports (torch, models) only when serving for real
+
+    router: RouterLike = Router.from_settings(settings)
+    return router
+
+
+class ExtProcServer:
+    def __init__(self, settings: Settings, router_factory: RouterFactory | None = None) -> None:
+        self.settings = settings
+        self.router_factory = router_factory or _default_router_factory
+        srv = settings.server
+        self.service = ExtProcService(inference_paths=srv.inference_paths, debug_headers=srv.debug_headers)
+        self.health = HealthServicer()
+        self.port: int | None = None
+        self._server: Any = None
+        self._stopping = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return f"{self.settings.server.grpc_host}:{self.port}"
+
+    async def start(self) -> int:
+        """Open the port with health NOT_SERVING; returns the bound port (useful with port 0)."""
+        srv = self.settings.server
+        limit = srv.max_message_bytes
+        self._server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", limit),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        ep_grpc.add_ExternalProcessorServicer_to_server(self.service, self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.port = self._server.add_insecure_port(f"{srv.grpc_host}:{srv.grpc_port}")
+        await self._server.start()
+        log.info("grpc listening", extra={"address": self.address, "max_message_bytes": limit})
+        return self.port
+
+    async def load(self) -> None:
+        """Build the router off the event loop, then report SERVING."""
+        started = time.perf_counter()
+        router = await asyncio.to_thread(self.router_factory, self.settings)
+        self.service.router = router
+        await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        policy = getattr(router, "policy", None)
+        log.info(
+            "router ready",
+            extra={
+                "policy": str(getattr(policy, "path", self.settings.policy_path)),
+                "policy_version": getattr(policy, "version", None),
+                "load_s": round(time.perf_counter() - started, 3),
+            },
+        )
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def stop(self) -> None:
+        """Drain: NOT_SERVING, wait for health checks to notice, refuse new streams, finish old ones."""
+        srv = self.settings.server
+        await self.health.enter_graceful_shutdown()
+        log.info("draining", extra={"in_flight": self.service.in_flight, "grace_s": srv.shutdown_grace_s})
+        if srv.drain_delay_s > 0:
+            await asyncio.sleep(srv.drain_delay_s)
+        if self._server is not None:
+            await self._server.stop(srv.shutdown_grace_s)
+        router = self.service.router
+        self.service.router = None
+        close = getattr(router, "close", None)
+        if callable(close):
+            close()
+        log.info("stopped")
+
+    async def run(self) -> int:
+        """Serve until SIGTERM / SIGINT; returns the process exit code."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        loader = asyncio.create_task(self.load())
+        stopper = asyncio.create_task(self._stopping.wait())
+        done, _ = await asyncio.wait({loader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        code = 0
+        if loader in done and loader.exception() is not None:
+            log.error("router failed to load", exc_info=loader.exception())
+            code = 1
+        else:
+            await stopper
+        if not loader.done():
+            loader.cancel()  # the loading thread itself finishes on its own; we stop waiting
+        stopper.cancel()
+        await self.stop()
+        return code
+
+    async def _set_health(self, status: Any) -> None:
+        for service in ("", EXT_PROC_SERVICE):
+            await self.health.set(service, status)
+
+
+def serve(settings: Settings, router_factory: RouterFactory | None = None) -> int:
+    from extproc.server.logs import configure_logging
+
+    configure_logging(settings.logging.level, settings.logging.json_format)
+    return asyncio.run(ExtProcServer(settings, router_factory).run())

@@ -1,0 +1,228 @@
+"""The ext_proc servicer: Envoy's phases mapped onto the transport-free Router, nothing more.
+
+One gRPC stream is one HTTP request. Envoy sends, in order, the request headers, the
+buffered request body (inference paths only) and the response headers; we answer each with
+one `ProcessingResponse`:
+
+- request headers: strip every client-sent `x-vsr-*` header (routing headers included) and
+  clear the route cache; let non-inference paths through untouched (a mode override turns
+  off the rest of the stream); a request with no body is decided here;
+- request body: run the Router; on `route` set the routing headers, rewrite the body and its
+  `content-length` and clear the route cache; on reject / clarify / error answer the client
+  directly with an immediate response;
+- response headers: add `x-vsr-decision`, `x-vsr-model`, `x-vsr-signals` (and a trace when
+  debugging was asked for and allowed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
+
+from extproc.errors import error_body
+from extproc.server import mutations
+
+log = logging.getLogger("extproc.server")
+
+ROUTING_PREFIX = "x-vsr-"
+CLUSTER_HEADER = "x-vsr-cluster"
+DEBUG_HEADER = "x-vsr-debug"
+TRACE_HEADER = "x-vsr-trace"
+MAX_TRACE_CHARS = 4096
+
+
+class ImmediateLike(Protocol):
+    @property
+    def status(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def body(self) -> bytes: ...
+
+
+class OutcomeLike(Protocol):
+    """What the servicer reads from `Router.route`'s `RoutingOutcome`."""
+
+    @property
+    def action(self) -> str: ...
+    @property
+    def decision(self) -> str | None: ...
+    @property
+    def status(self) -> int: ...
+    def rewritten_body(self) -> bytes: ...
+    def immediate_response(self) -> ImmediateLike: ...
+    def request_headers(self) -> dict[str, str]: ...
+    def response_headers(self) -> dict[str, str]: ...
+    def trace_header(self) -> str: ...
+
+
+class RouterLike(Protocol):
+    async def route(self, body: bytes, *, path: str = ..., request_id: str | None = None) -> OutcomeLike: ...
+
+
+@dataclass(slots=True)
+class _Stream:
+    """Per-request state kept between the phases of one ext_proc stream."""
+
+    path: str = ""
+    request_id: str | None = None
+    debug: bool = False
+    stripped: list[str] = field(default_factory=list)
+    body: bytearray = field(default_factory=bytearray)
+    client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
+    started: float = 0.0
+
+
+class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
+    """Envoy ext_proc `Process` stream handler around a swappable router."""
+
+    def __init__(
+        self,
+        router: RouterLike | None = None,
+        *,
+        inference_paths: Collection[str] = ("/v1/chat/completions", "/v1/responses", "/v1/completions"),
+        debug_headers: bool = False,
+    ) -> None:
+        self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
+        self.inference_paths = frozenset(inference_paths)
+        self.debug_headers = debug_headers
+        self.in_flight = 0
+
+    async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
+        stream = _Stream()
+        self.in_flight += 1
+        try:
+            async for request in request_iterator:
+                phase = request.WhichOneof("request")
+                if phase == "request_headers":
+                    response = await self._request_headers(request.request_headers, stream)
+                elif phase == "request_body":
+                    response = await self._request_body(request.request_body, stream)
+                elif phase == "response_headers":
+                    response = mutations.response_headers(stream.client_headers)
+                else:
+                    response = mutations.continue_phase(phase or "")
+                yield response
+                if response.HasField("immediate_response"):
+                    return
+        finally:
+            self.in_flight -= 1
+
+    # -- phases -------------------------------------------------------------------------------
+
+    async def _request_headers(self, headers: Any, stream: _Stream) -> Any:
+        stream.started = time.perf_counter()
+        method = ""
+        for header in headers.headers.headers:
+            key = header.key.lower()
+            if key.startswith(":"):
+                if key == ":path":
+                    stream.path = _value(header).split("?", 1)[0]
+                elif key == ":method":
+                    method = _value(header)
+            elif key.startswith(ROUTING_PREFIX):
+                if header.key not in stream.stripped:
+                    stream.stripped.append(header.key)
+                if key == DEBUG_HEADER and self.debug_headers:
+                    stream.debug = _value(header).strip().lower() in ("1", "true", "yes", "on")
+            elif key == "x-request-id":
+                stream.request_id = _value(header)
+        stripped = bool(stream.stripped)
+        if method != "POST" or stream.path not in self.inference_paths:
+            return mutations.continue_request_headers(stream.stripped, clear_route_cache=stripped, pass_through=True)
+        if headers.end_of_stream:  # no body will follow: decide now
+            return await self._decide(b"", stream, at_headers=True)
+        return mutations.continue_request_headers(stream.stripped, clear_route_cache=stripped)
+
+    async def _request_body(self, body: Any, stream: _Stream) -> Any:
+        stream.body += body.body
+        if not body.end_of_stream:  # only in a streamed mode; BUFFERED sends one message
+            return mutations.continue_request_body()
+        data = bytes(stream.body)
+        stream.body = bytearray()
+        return await self._decide(data, stream, at_headers=False)
+
+    # -- the decision -------------------------------------------------------------------------
+
+    async def _decide(self, body: bytes, stream: _Stream, *, at_headers: bool) -> Any:
+        router = self.router
+        if router is None:
+            self._log(stream, "not_ready", 503, None)
+            return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
+        try:
+            outcome = await router.route(body, path=stream.path, request_id=stream.request_id)
+        except Exception:
+            log.exception("routing failed", extra={"request_id": stream.request_id, "path": stream.path})
+            return _error(500, "Internal error while routing the request.", "server_error", "internal_error")
+
+        if outcome.action == "route":
+            upstream_headers = {k.lower(): v for k, v in outcome.request_headers().items()}
+            self._log(stream, outcome.action, outcome.status, outcome.decision, upstream_headers)
+            stream.client_headers = self._client_headers(outcome, stream)
+            if at_headers:
+                remove = [h for h in stream.stripped if h.lower() not in upstream_headers]
+                return mutations.route_request_headers(upstream_headers, remove)
+            return mutations.route_request_body(upstream_headers, outcome.rewritten_body())
+
+        self._log(stream, outcome.action, outcome.status, outcome.decision)
+        immediate = outcome.immediate_response()
+        headers = {**self._client_headers(outcome, stream), **{k.lower(): v for k, v in immediate.headers.items()}}
+        return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
+
+    def _client_headers(self, outcome: OutcomeLike, stream: _Stream) -> dict[str, str]:
+        """What the client sees: decision, model, matched signals (never the cluster); a trace on request."""
+        headers = {k.lower(): v for k, v in outcome.response_headers().items() if k.lower() != CLUSTER_HEADER}
+        if stream.debug:
+            headers[TRACE_HEADER] = _trace(outcome)
+        return headers
+
+    def _log(
+        self,
+        stream: _Stream,
+        action: str,
+        status: int,
+        decision: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not log.isEnabledFor(logging.INFO):
+            return
+        log.info(
+            "routed",
+            extra={
+                "request_id": stream.request_id,
+                "path": stream.path,
+                "action": action,
+                "status": status,
+                "decision": decision,
+                "model": (headers or {}).get("x-vsr-model"),
+                "cluster": (headers or {}).get(CLUSTER_HEADER),
+                "stripped": stream.stripped or None,
+                "elapsed_ms": round((time.perf_counter() - stream.started) * 1000, 3),
+            },
+        )
+
+
+def _value(header: Any) -> str:
+    """Envoy sends header values in `raw_value` (bytes); older versions in `value`."""
+    raw: bytes = header.raw_value
+    return raw.decode("utf-8", "replace") if raw else str(header.value)
+
+
+def _trace(outcome: OutcomeLike) -> str:
+    try:
+        text = outcome.trace_header()
+    except Exception:  # a trace must never break routing
+        log.exception("trace_header failed")
+        return "unavailable"
+    return text if len(text) <= MAX_TRACE_CHARS else text[: MAX_TRACE_CHARS - 3] + "..."
+
+
+def _error(status: int, message: str, error_type: str, code: str) -> Any:
+    body = json.dumps(error_body(message, error_type, code), separators=(",", ":")).encode()
+    return mutations.immediate(status, {"content-type": "application/json"}, body, details=code)
