@@ -1,0 +1,1 @@
+"""Helpers for tests and benchmarks: tiny random checkpoints built at run time."""
