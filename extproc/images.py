@@ -106,9 +106,7 @@ def inspect_image(data: bytes, *, declared_mime: str, limits: ImageLimits, messa
     if not data:
         raise MalformedRequest("image data is empty", code="empty_image")
     if len(data) > limits.max_bytes:
-        raise PayloadTooLarge(
-            f"image is {len(data)} bytes; the limit is {limits.max_bytes}", code="image_too_large"
-        )
+        raise PayloadTooLarge(f"image is {len(data)} bytes; the limit is {limits.max_bytes}", code="image_too_large")
     if declared_mime and declared_mime not in ACCEPTED_FORMATS.values():
         raise UnsupportedMedia(
             f"image type {declared_mime!r} is not supported; use PNG, JPEG, WebP or GIF",

@@ -9,7 +9,7 @@ signals (models) implement `evaluate` and push work through `ctx.executor`.
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -135,7 +135,7 @@ class SignalUnavailable(Exception):
     """Raised by `evaluate` when the model it needs is not loaded; the result is UNAVAILABLE."""
 
 
-class Signal(ABC):
+class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, either one
     """One configured signal. Subclasses set the ClassVars and implement compute or evaluate."""
 
     # Does a failure of this family fail closed (counts as a match) by default?

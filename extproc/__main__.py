@@ -1,0 +1,5 @@
+import sys
+
+from extproc.cli import main
+
+sys.exit(main())

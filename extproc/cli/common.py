@@ -1,0 +1,19 @@
+"""Helpers shared by subcommands: settings and a build context from the command line."""
+
+from __future__ import annotations
+
+import argparse
+
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
+
+
+def load_settings(args: argparse.Namespace) -> Settings:
+    return Settings.load(getattr(args, "settings", None))
+
+
+def build_context(settings: Settings) -> BuildContext:
+    executor = HeavyExecutor(settings.dispatch.executor_workers, settings.dispatch.torch_threads)
+    return BuildContext(settings=settings, executor=executor, models=ModelRegistry())

@@ -1,0 +1,112 @@
+"""`extproc explain --policy P REQUEST.json...`: which signals fired, with what scores, and
+which decision won, without Envoy."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from extproc.cli.common import load_settings
+from extproc.outcome import RoutingOutcome
+from extproc.policy.load import PolicyError
+from extproc.router import Router
+
+_API_PATHS = {
+    "chat_completions": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "completions": "/v1/completions",
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("explain", help="show how a policy routes requests", description=__doc__)
+    parser.add_argument("--policy", type=Path, help="policy file (default: settings' policy_path)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per request")
+    parser.add_argument("--path", help="API path the request was sent to (default: inferred from the body)")
+    parser.add_argument("requests", nargs="+", metavar="REQUEST.json", help="request body files ('-' for stdin)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    if args.policy is not None:
+        settings = settings.model_copy(update={"policy_path": args.policy})
+    try:
+        router = Router.from_settings(settings)
+    except PolicyError as exc:
+        for diagnostic in exc.diagnostics:
+            print(diagnostic.format(), file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(_explain_all(router, args))
+    finally:
+        router.close()
+
+
+async def _explain_all(router: Router, args: argparse.Namespace) -> int:
+    status = 0
+    for name in args.requests:
+        try:
+            body = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+        except OSError as exc:
+            print(f"{name}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
+            continue
+        outcome = await router.route(body, path=args.path or _guess_path(body))
+        if args.json:
+            print(json.dumps({"file": name, **outcome.to_dict()}, ensure_ascii=False))
+        else:
+            print(render_table(name, outcome))
+    return status
+
+
+def _guess_path(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return "/v1/chat/completions"
+    if isinstance(data, dict):
+        for key, api in (("messages", "chat_completions"), ("input", "responses"), ("prompt", "completions")):
+            if key in data:
+                return _API_PATHS[api]
+    return "/v1/chat/completions"
+
+
+def render_table(name: str, outcome: RoutingOutcome) -> str:
+    data: dict[str, Any] = outcome.to_dict()
+    lines = [f"== {name}"]
+    target = (
+        f" -> {data['model']} (cluster {data['cluster']}, model id {data['upstream_model']})" if data["model"] else ""
+    )
+    lines.append(f"decision: {data['decision']}  action: {data['action']}  status: {data['status']}{target}")
+    if data["message"]:
+        lines.append(f"message:  {data['message']}")
+    if data["signals"]:
+        lines.append("")
+        lines.append(f"  {'signal':<24} {'type':<13} {'status':<12} {'score':>6} {'ms':>8}  evidence")
+        for s in data["signals"]:
+            detail = ", ".join(s["evidence"]) or (s["error"] or "")
+            if s["labels"]:
+                labels = " ".join(f"{k}={v:.2f}" for k, v in s["labels"].items())
+                detail = f"{labels}  {detail}".strip()
+            lines.append(
+                f"  {s['name']:<24} {s['type']:<13} {s['status']:<12} {s['score']:>6.2f} {s['latency_ms']:>8.3f}  "
+                f"{detail[:80]}"
+            )
+    decisions = data["trace"]["decisions"]
+    if decisions:
+        lines.append("")
+        lines.append(f"  {'decision':<24} {'priority':>8}  value    first failing leaf")
+        for d in decisions:
+            priority = "default" if d["priority"] is None else str(d["priority"])
+            failed = d["failed_leaf"] or ""
+            lines.append(f"  {d['name']:<24} {priority:>8}  {d['value']:<8} {failed}")
+    for note in data["trace"]["notes"]:
+        lines.append(f"  note: {note}")
+    lines.append(f"  timings: {data['trace']['timings_ms']}")
+    return "\n".join(lines) + "\n"
+

@@ -1,0 +1,165 @@
+"""A routing outcome: the decision with its trace, and every rendering of it the edges need
+(rewritten body, immediate reply, headers, explain JSON). Edges map it; they never re-decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from extproc.errors import RequestError, error_body
+from extproc.policy.engine import DecisionTrace
+from extproc.policy.schema import ModelSpec, Plugins
+from extproc.protocol.request import ApiKind, RoutingRequest
+from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps, rewrite_body
+from extproc.signals.base import SignalResult
+
+ActionKind = Literal["route", "reject", "clarify", "error"]
+
+HEADER_CLUSTER = "x-vsr-cluster"
+HEADER_DECISION = "x-vsr-decision"
+HEADER_MODEL = "x-vsr-model"
+HEADER_SIGNALS = "x-vsr-signals"
+HEADER_DEBUG = "x-vsr-debug"
+HEADER_TRACE = "x-vsr-trace"
+HEADER_PREFIX = "x-vsr-"
+
+
+@dataclass(frozen=True, slots=True)
+class ImmediateResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class RoutingOutcome:
+    action: ActionKind
+    decision: str | None
+    policy_version: str
+    status: int = 200
+    model: ModelSpec | None = None
+    message: str | None = None
+    code: str | None = None
+    error: RequestError | None = None
+    plugins: Plugins = field(default_factory=Plugins)
+    request: RoutingRequest | None = None
+    signals: list[SignalResult] = field(default_factory=list)
+    trace: list[DecisionTrace] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    request_id: str | None = None
+
+    # -- facts --------------------------------------------------------------------------
+    def matched_signals(self) -> list[str]:
+        return [s.name for s in self.signals if s.matched]
+
+    @property
+    def api(self) -> ApiKind:
+        return self.request.api if self.request is not None else ApiKind.CHAT
+
+    # -- renderings ---------------------------------------------------------------------
+    def rewritten_body(self) -> bytes:
+        """The body to forward upstream: model rewritten, system-prompt plugin applied."""
+        if self.action != "route" or self.model is None or self.request is None:
+            raise ValueError(f"only a routed request has a rewritten body (action is {self.action})")
+        body, notes = rewrite_body(
+            self.request.raw, self.request.api, self.model.target_model, self.plugins.system_prompt
+        )
+        self.notes.extend(n for n in notes if n not in self.notes)
+        return body
+
+    def request_headers(self) -> dict[str, str]:
+        """Headers to set (overwrite) on the request Envoy forwards: routing plus plugin headers."""
+        headers = dict(self.plugins.set_headers)
+        if self.decision is not None:
+            headers[HEADER_DECISION] = self.decision
+        if self.model is not None:
+            headers[HEADER_CLUSTER] = self.model.cluster
+            headers[HEADER_MODEL] = self.model.name
+        return headers
+
+    def response_headers(self) -> dict[str, str]:
+        """Headers the client sees: why its request went where it went."""
+        return {
+            HEADER_DECISION: self.decision or "none",
+            HEADER_MODEL: self.model.name if self.model is not None else "none",
+            HEADER_SIGNALS: ",".join(self.matched_signals()) or "none",
+        }
+
+    def trace_header(self) -> str:
+        """A compact one-line trace: decision values, then every signal's status and score."""
+        decisions = " ".join(f"{t.name}={t.value.name[0].lower()}" for t in self.trace)
+        signals = " ".join(f"{s.name}={s.status.value}:{s.score:.2f}" for s in self.signals)
+        return f"v={self.policy_version} d[{decisions}] s[{signals}] t={self.timings_ms.get('total', 0.0):.2f}ms"
+
+    def immediate_response(self) -> ImmediateResponse:
+        """The reply sent without reaching an upstream: an error body or a clarifying answer."""
+        headers = self.response_headers()
+        if self.action == "clarify":
+            assert self.message is not None
+            model = f"vsr/{self.decision}"
+            if self.request is not None and self.request.stream:
+                body = assistant_reply_stream(self.api, model, self.message)
+                headers["content-type"] = "text/event-stream"
+                headers["cache-control"] = "no-cache"
+            else:
+                body = dumps(assistant_reply(self.api, model, self.message))
+                headers["content-type"] = "application/json"
+            return ImmediateResponse(200, headers, body)
+        if self.action == "error" and self.error is not None:
+            body = self.error.to_json_bytes()
+        elif self.action == "reject":
+            body = dumps(error_body(self.message or "request rejected by policy", _error_type(self.status), self.code))
+        else:
+            raise ValueError(f"a {self.action} outcome has no immediate response")
+        headers["content-type"] = "application/json"
+        return ImmediateResponse(self.status, headers, body)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The explain object: the same shape from the CLI and the admin API."""
+        return {
+            "decision": self.decision,
+            "action": self.action,
+            "model": self.model.name if self.model is not None else None,
+            "cluster": self.model.cluster if self.model is not None else None,
+            "upstream_model": self.model.target_model if self.model is not None else None,
+            "status": self.status,
+            "message": self.message if self.error is None else self.error.message,
+            "error": self.error.to_body()["error"] if self.error is not None else None,
+            "policy_version": self.policy_version,
+            "request": _request_summary(self.request),
+            "signals": [s.to_dict() for s in self.signals],
+            "trace": {
+                "decisions": [t.to_dict() for t in self.trace],
+                "notes": list(self.notes),
+                "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            },
+        }
+
+
+def _error_type(status: int) -> str:
+    if status == 403:
+        return "permission_error"
+    if status == 429:
+        return "rate_limit_error"
+    if status >= 500:
+        return "service_unavailable"
+    return "invalid_request_error"
+
+
+def _request_summary(request: RoutingRequest | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    return {
+        "api": request.api.value,
+        "model": request.model,
+        "stream": request.stream,
+        "text_segments": len(request.texts),
+        "images": [
+            {"sha256": i.sha256, "format": i.format, "width": i.width, "height": i.height, "bytes": i.byte_size}
+            for i in request.images
+        ],
+        "remote_images": len(request.remote_images),
+        "tools": list(request.tools),
+        "turns": request.turn_count,
+    }

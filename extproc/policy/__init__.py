@@ -1,0 +1,1 @@
+"""The policy language: schema (pydantic), loading with diagnostics, and the decision engine."""

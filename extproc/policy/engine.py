@@ -1,0 +1,174 @@
+"""The decision engine: rule trees over signal results, priority, capabilities, the default.
+
+Pure and synchronous: given a compiled policy, a parsed request and the signal results, it
+returns what to do and why. The router, the CLI and replay all call this one function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from extproc.errors import NoCapableModel
+from extproc.policy.conditions import Leaf, Tri, evaluate
+from extproc.policy.load import CompiledPolicy
+from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction
+from extproc.protocol.request import RoutingRequest
+from extproc.signals.base import SignalResult
+
+ActionKind = Literal["route", "reject", "clarify", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionTrace:
+    name: str
+    priority: int | None  # None for the default decision
+    value: Tri
+    blame: str | None = None  # the leaf that made it false, or left it unknown
+    blame_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "priority": self.priority,
+            "matched": self.value is Tri.TRUE,
+            "value": self.value.name.lower(),
+            "failed_leaf": self.blame,
+            "failed_at": self.blame_path,
+        }
+
+
+@dataclass(slots=True)
+class EngineResult:
+    action: ActionKind
+    decision: str
+    plugins: Plugins
+    model: ModelSpec | None = None
+    status: int = 200
+    message: str | None = None
+    code: str | None = None
+    error: NoCapableModel | None = None
+    trace: list[DecisionTrace] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # model selection and fail-closed explanations
+
+
+def leaf_value(leaf: Leaf, result: SignalResult | None, on_error: str) -> Tri:
+    """A leaf's truth value from its signal's result; unknown results follow `on_error`."""
+    if result is None or not result.known:
+        return Tri.TRUE if on_error == "match" else Tri.UNKNOWN
+    if leaf.label is not None:
+        score = result.labels.get(leaf.label)
+        if score is None or score <= 0.0:
+            return Tri.FALSE
+        return Tri.of(leaf.min_score is None or score >= leaf.min_score)
+    if not result.matched:
+        return Tri.FALSE
+    return Tri.of(leaf.min_score is None or result.score >= leaf.min_score)
+
+
+def decide(policy: CompiledPolicy, request: RoutingRequest, results: Mapping[str, SignalResult]) -> EngineResult:
+    on_error = {name: signal.on_error for name, signal in policy.signals.items()}
+
+    # A signal with on_error=reject that could not answer rejects the request outright.
+    for name in policy.signals:
+        signal_result = results.get(name)
+        if on_error[name] == "reject" and (signal_result is None or not signal_result.known):
+            status = signal_result.status.value if signal_result is not None else "missing"
+            return EngineResult(
+                action="reject",
+                decision=f"signal_failure:{name}",
+                plugins=Plugins(),
+                status=policy.spec.signal_failure_status,
+                message=f"request could not be checked: signal {name!r} is {status}",
+                code="signal_unavailable",
+                notes=[f"{name}: {status}, on_error=reject"],
+            )
+
+    def value_of(leaf: Leaf) -> Tri:
+        return leaf_value(leaf, results.get(leaf.signal), on_error.get(leaf.signal, "no_match"))
+
+    winner: Decision | DefaultDecision | None = None
+    trace: list[DecisionTrace] = []
+    for decision in policy.decisions:  # highest priority first
+        value, blame = evaluate(decision.when, value_of)
+        trace.append(
+            DecisionTrace(
+                decision.name,
+                decision.priority,
+                value,
+                blame.describe() if blame else None,
+                blame.path if blame else None,
+            )
+        )
+        if value is Tri.TRUE and winner is None:
+            winner = decision
+    is_default = winner is None
+    chosen: Decision | DefaultDecision = winner if winner is not None else policy.default
+    trace.append(DecisionTrace(policy.default.name, None, Tri.TRUE if is_default else Tri.FALSE))
+
+    action = chosen.action
+    result = EngineResult(action="route", decision=chosen.name, plugins=chosen.plugins, trace=trace)
+    if isinstance(action, RejectAction):
+        result.action, result.status, result.message, result.code = "reject", action.status, action.message, action.code
+        return result
+    if isinstance(action, ClarifyAction):
+        result.action, result.message = "clarify", action.message
+        return result
+
+    candidates = [m for m in (policy.model(name) for name in action.models) if m is not None]
+    requested = _client_model(policy, request)
+    if requested is not None:
+        if is_default:
+            candidates = [requested, *[m for m in candidates if m is not requested]]
+            result.notes.append(f"client asked for {requested.name!r}; allowed by client_models")
+        else:
+            result.notes.append(f"client asked for {requested.name!r}; decision {chosen.name!r} overrides it")
+    elif request.model and request.model.lower() not in policy.aliases:
+        result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
+
+    model = _first_capable(candidates, request, result.notes)
+    if model is None:
+        need = "images" if request.has_images else "this request"
+        result.action, result.status = "error", 400
+        result.error = NoCapableModel(
+            f"decision {chosen.name!r} routes to {[m.name for m in candidates]}, but none can accept {need}: "
+            + "; ".join(result.notes)
+        )
+        return result
+    result.model = model
+    return result
+
+
+def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec | None:
+    """The concrete model the client asked for, if the policy lets clients pick it."""
+    asked = request.model
+    if not asked or asked.lower() in policy.aliases:
+        return None
+    for name in policy.spec.client_models:
+        model = policy.model(name)
+        if model is not None and asked in (model.name, model.target_model):
+            return model
+    return None
+
+
+def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: list[str]) -> ModelSpec | None:
+    tokens: int | None = None
+    for model in candidates:
+        if request.has_images and not model.accepts("image"):
+            notes.append(f"skipped {model.name}: text-only model, request has images")
+            continue
+        if model.context_window is not None:
+            if tokens is None:
+                tokens = estimate_tokens(request)
+            if tokens > model.context_window:
+                notes.append(f"skipped {model.name}: ~{tokens} tokens exceed its {model.context_window} window")
+                continue
+        return model
+    return None
+
+
+def estimate_tokens(request: RoutingRequest) -> int:
+    from extproc.signals.context import estimate_tokens as _estimate
+
+    return _estimate(request)

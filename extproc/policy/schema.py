@@ -1,0 +1,131 @@
+"""The policy document: models, signals, decisions, the default decision (pydantic)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from extproc.policy.conditions import Condition, ConditionError, parse_condition
+from extproc.signals.base import SignalSpecBase
+
+NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
+_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# Headers a plugin may not set: ours (x-vsr-*), framing, and HTTP/2 pseudo-headers.
+_RESERVED_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "host", "connection", "te", "upgrade", "keep-alive", "content-type"}
+)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Modality = Literal["text", "image"]
+
+
+class ModelSpec(_Strict):
+    name: str = Field(min_length=1)
+    cluster: str = Field(min_length=1, pattern=NAME_PATTERN)  # the Envoy cluster serving it
+    modalities: list[Modality] = Field(default_factory=lambda: ["text"], min_length=1)
+    context_window: int | None = Field(default=None, gt=0)
+    upstream_model: str | None = None  # written into the body's `model`; defaults to `name`
+    address: str | None = Field(default=None, pattern=r"^[^:\s]+:\d{1,5}$")  # host:port, for Envoy config generation
+    description: str = ""
+
+    @property
+    def target_model(self) -> str:
+        return self.upstream_model or self.name
+
+    def accepts(self, modality: str) -> bool:
+        return modality in self.modalities
+
+
+class RouteAction(_Strict):
+    type: Literal["route"]
+    models: list[str] = Field(min_length=1)  # in order of preference; capability filtering falls back along it
+
+
+class RejectAction(_Strict):
+    type: Literal["reject"]
+    status: int = Field(default=403, ge=400, le=599)
+    message: str = Field(min_length=1)
+    code: str = "policy_violation"
+
+
+class ClarifyAction(_Strict):
+    type: Literal["clarify"]
+    message: str = Field(min_length=1)
+
+
+Action = Annotated[RouteAction | RejectAction | ClarifyAction, Field(discriminator="type")]
+
+
+class SystemPromptPlugin(_Strict):
+    content: str = Field(min_length=1)
+    mode: Literal["insert", "replace"] = "insert"  # insert before existing system text, or replace it
+
+
+class Plugins(_Strict):
+    system_prompt: SystemPromptPlugin | None = None
+    set_headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("set_headers")
+    @classmethod
+    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        for name, value in headers.items():
+            lowered = name.lower()
+            if not _HEADER_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid HTTP header name")
+            if lowered.startswith("x-vsr-") or lowered in _RESERVED_HEADERS:
+                raise ValueError(f"header {name!r} is reserved and cannot be set by a plugin")
+            if any(c in value for c in "\r\n\x00"):
+                raise ValueError(f"header {name!r} value contains a control character")
+        return {k.lower(): v for k, v in headers.items()}
+
+
+class Decision(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
+    description: str = ""
+    priority: int
+    when: Condition
+    action: Action
+    plugins: Plugins = Field(default_factory=Plugins)
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _parse_when(cls, raw: Any) -> Condition:
+        try:
+            return parse_condition(raw)
+        except ConditionError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class DefaultDecision(_Strict):
+    name: str = Field(default="general", min_length=1, pattern=NAME_PATTERN)
+    description: str = ""
+    action: Action
+    plugins: Plugins = Field(default_factory=Plugins)
+
+
+class Policy(_Strict):
+    version: Literal[1] = 1
+    name: str = "policy"
+    description: str = ""
+    # Requested `model` values that mean "route me" (case-insensitive).
+    aliases: list[str] = Field(default_factory=lambda: ["auto"])
+    # Policy models a client may pick by name; honoured only when no decision rule fires.
+    client_models: list[str] = Field(default_factory=list)
+    signal_timeout_ms: float = Field(default=1000.0, gt=0)
+    # Status when a signal with `on_error: reject` cannot answer.
+    signal_failure_status: int = Field(default=503, ge=400, le=599)
+    models: list[ModelSpec] = Field(min_length=1)
+    signals: list[SignalSpecBase] = Field(default_factory=list)
+    decisions: list[Decision] = Field(default_factory=list)
+    default: DefaultDecision
+
+    def model(self, name: str) -> ModelSpec | None:
+        return next((m for m in self.models if m.name == name), None)

@@ -1,0 +1,136 @@
+"""The Router: bytes of an OpenAI request in, a RoutingOutcome out. Every edge uses it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from extproc.errors import RequestError
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.outcome import RoutingOutcome
+from extproc.policy.engine import decide
+from extproc.policy.load import CompiledPolicy, load_policy
+from extproc.protocol.openai import parse_request
+from extproc.protocol.request import RoutingRequest
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
+from extproc.signals.dispatch import Dispatcher
+from extproc.signals.registry import SignalCatalog
+
+log = logging.getLogger(__name__)
+
+
+class Router:
+    def __init__(
+        self,
+        settings: Settings,
+        policy: CompiledPolicy,
+        *,
+        executor: HeavyExecutor,
+        models: ModelRegistry,
+        catalog: SignalCatalog | None = None,
+    ) -> None:
+        self.settings = settings
+        self.executor = executor
+        self.models = models
+        self.catalog = catalog or SignalCatalog()
+        self._policy = policy
+        self._limits = settings.limits.image_limits()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, catalog: SignalCatalog | None = None) -> Router:
+        """Load the policy named in `settings`, building its signals (and their models)."""
+        executor = HeavyExecutor(settings.dispatch.executor_workers, settings.dispatch.torch_threads)
+        models = ModelRegistry()
+        ctx = BuildContext(settings=settings, executor=executor, models=models)
+        policy = load_policy(settings.policy_path, ctx, catalog=catalog)
+        return cls(settings, policy, executor=executor, models=models, catalog=catalog)
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        return self._policy
+
+    def build_context(self) -> BuildContext:
+        return BuildContext(settings=self.settings, executor=self.executor, models=self.models)
+
+    def load(self, path: Path | str | None = None) -> CompiledPolicy:
+        """Validate and build a policy (models included) without swapping it in."""
+        return load_policy(path or self.settings.policy_path, self.build_context(), catalog=self.catalog)
+
+    def swap(self, policy: CompiledPolicy) -> CompiledPolicy:
+        """Make `policy` active; in-flight requests finish on the one they started with."""
+        previous, self._policy = self._policy, policy
+        return previous
+
+    async def route(
+        self, body: bytes, *, path: str = "/v1/chat/completions", request_id: str | None = None
+    ) -> RoutingOutcome:
+        started = time.perf_counter()
+        policy = self._policy  # one policy for the whole request, even across a reload
+        try:
+            request = parse_request(
+                body,
+                path=path,
+                limits=self._limits,
+                max_body_bytes=self.settings.limits.max_body_bytes,
+                max_depth=self.settings.limits.max_json_depth,
+            )
+        except RequestError as exc:
+            outcome = self._error(policy, exc)
+            outcome.request_id = request_id
+            outcome.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
+            return outcome
+        outcome = await self.route_request(request, policy=policy, started=started)
+        outcome.request_id = request_id
+        return outcome
+
+    async def route_request(
+        self, request: RoutingRequest, *, policy: CompiledPolicy | None = None, started: float | None = None
+    ) -> RoutingOutcome:
+        policy = policy or self._policy
+        started = started if started is not None else time.perf_counter()
+        parsed = time.perf_counter()
+        deadline = time.monotonic() + self.settings.dispatch.request_deadline_ms / 1000.0
+        dispatcher = Dispatcher(self.executor, policy.spec.signal_timeout_ms)
+        try:
+            results = await dispatcher.run(policy.signals.values(), request, deadline)
+        except RequestError as exc:
+            outcome = self._error(policy, exc)
+            outcome.request = request
+            outcome.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
+            return outcome
+        signalled = time.perf_counter()
+        result = decide(policy, request, results)
+        done = time.perf_counter()
+        return RoutingOutcome(
+            action=result.action,
+            decision=result.decision,
+            policy_version=policy.version,
+            status=result.status,
+            model=result.model,
+            message=result.message,
+            code=result.code,
+            error=result.error,
+            plugins=result.plugins,
+            request=request,
+            signals=list(results.values()),
+            trace=result.trace,
+            notes=result.notes,
+            timings_ms={
+                "parse": (parsed - started) * 1000.0,
+                "signals": (signalled - parsed) * 1000.0,
+                "decide": (done - signalled) * 1000.0,
+                "total": (done - started) * 1000.0,
+            },
+        )
+
+    @staticmethod
+    def _error(policy: CompiledPolicy, exc: RequestError) -> RoutingOutcome:
+        return RoutingOutcome(
+            action="error", decision=None, policy_version=policy.version, status=exc.status, error=exc
+        )
+
+    def close(self) -> None:
+        self.executor.shutdown()

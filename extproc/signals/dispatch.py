@@ -1,0 +1,93 @@
+"""Run the active policy's signals for one request: concurrently, each with a timeout, all
+under one request deadline. Failures become results (unknown), never exceptions, except
+request errors (a corrupt image found while decoding), which fail the request with their status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+
+from extproc.errors import RequestError
+from extproc.models.executor import HeavyExecutor
+from extproc.protocol.request import RoutingRequest
+from extproc.signals.base import Evaluation, Signal, SignalContext, SignalResult, SignalStatus, SignalUnavailable
+
+
+class Dispatcher:
+    def __init__(self, executor: HeavyExecutor, default_timeout_ms: float) -> None:
+        self.executor = executor
+        self.default_timeout_ms = default_timeout_ms
+
+    async def run(self, signals: Iterable[Signal], request: RoutingRequest, deadline: float) -> dict[str, SignalResult]:
+        """Every signal's result by name. `deadline` is a time.monotonic() instant."""
+        ctx = SignalContext(executor=self.executor, deadline=deadline)
+        results: dict[str, SignalResult] = {}
+        pending: dict[asyncio.Task[Evaluation], tuple[Signal, float]] = {}
+        inline: list[Signal] = []
+        for signal in signals:
+            reason = signal.unavailable_reason()
+            if reason is not None:
+                results[signal.name] = SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, reason)
+            elif signal.inline:
+                inline.append(signal)
+            else:
+                # Heavy signals start first so their executor work overlaps the inline ones.
+                task = asyncio.create_task(self._bounded(signal, request, ctx), name=f"signal:{signal.name}")
+                pending[task] = (signal, time.perf_counter())
+        try:
+            for signal in inline:
+                results[signal.name] = self._run_inline(signal, request)
+            if pending:
+                await asyncio.wait(pending)
+        except BaseException:
+            for task in pending:
+                task.cancel()
+            raise
+        for task, (signal, started) in pending.items():
+            results[signal.name] = self._collect(signal, task, started)
+        return results
+
+    async def _bounded(self, signal: Signal, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        timeout_ms = signal.spec.timeout_ms or self.default_timeout_ms
+        timeout = min(timeout_ms / 1000.0, ctx.remaining())
+        return await asyncio.wait_for(signal.evaluate(request, ctx), timeout=timeout)
+
+    @staticmethod
+    def _run_inline(signal: Signal, request: RoutingRequest) -> SignalResult:
+        started = time.perf_counter()
+        try:
+            evaluation = signal.compute(request)
+        except RequestError:
+            raise
+        except SignalUnavailable as exc:
+            return SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, str(exc), _ms(started))
+        except Exception as exc:
+            return SignalResult.failed(signal.name, signal.type, SignalStatus.ERROR, _describe(exc), _ms(started))
+        return SignalResult.from_evaluation(signal.name, signal.type, evaluation, _ms(started))
+
+    @staticmethod
+    def _collect(signal: Signal, task: asyncio.Task[Evaluation], started: float) -> SignalResult:
+        latency = _ms(started)
+        exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        if exc is None:
+            return SignalResult.from_evaluation(signal.name, signal.type, task.result(), latency)
+        if isinstance(exc, RequestError):
+            raise exc
+        if isinstance(exc, TimeoutError | asyncio.CancelledError):
+            return SignalResult.failed(
+                signal.name, signal.type, SignalStatus.TIMEOUT, f"no answer within {latency:.0f} ms", latency
+            )
+        if isinstance(exc, SignalUnavailable):
+            return SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, str(exc), latency)
+        return SignalResult.failed(signal.name, signal.type, SignalStatus.ERROR, _describe(exc), latency)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000.0
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
