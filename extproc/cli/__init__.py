@@ -12,6 +12,7 @@ from collections.abc import Sequence
 COMMANDS: tuple[str, ...] = (
     "extproc.cli.check",
     "extproc.cli.explain",
+    "extproc.cli.serve", "extproc.cli.envoy_config", "extproc.cli.demo", "extproc.cli.stack",  # issue 3
 )
 
 

@@ -45,13 +45,11 @@ class TextFormatter(logging.Formatter):
 
 
 def configure_logging(level: str = "INFO", json_format: bool = True) -> None:
-    """Install one stderr handler on the root logger (replacing any earlier one of ours)."""
+    """Install one stderr handler on the root logger, replacing any handlers already there."""
     root = logging.getLogger()
     for handler in list(root.handlers):
-        if getattr(handler, "_extproc", False):
-            root.removeHandler(handler)
+        root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_format else TextFormatter())
-    handler._extproc = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())

@@ -1,0 +1,57 @@
+"""`extproc demo-upstream --policy P`: an OpenAI-compatible stand-in for every model's cluster.
+
+One listener per cluster at the address the policy gives (or `--upstream CLUSTER=HOST:PORT`);
+replies name the cluster (`x-demo-upstream` header) and the model id the body carried.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from extproc.cli.envoy_config import parse_overrides
+from extproc.demo_upstream import DemoUpstream, serve_forever
+from extproc.envoy_config import upstreams_from_policy
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("demo-upstream", help="run demo OpenAI-compatible upstreams", description=__doc__)
+    parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
+    parser.add_argument("--upstream", action="append", default=[], metavar="CLUSTER=HOST:PORT", help="repeatable")
+    parser.add_argument("--stream-delay-ms", type=float, default=20.0, help="pause between streamed chunks")
+    parser.set_defaults(func=run)
+
+
+def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: float = 20.0) -> list[DemoUpstream]:
+    import yaml
+
+    data = yaml.safe_load(policy.read_text(encoding="utf-8")) or {}
+    served: dict[str, list[str]] = {}
+    for model in data.get("models") or []:
+        if isinstance(model, dict) and "name" in model:
+            cluster = str(model.get("cluster") or model["name"])
+            served.setdefault(cluster, []).append(str(model.get("upstream_model") or model["name"]))
+    return [
+        DemoUpstream(
+            cluster=u.cluster,
+            host=u.host,
+            port=u.port,
+            models=tuple(served.get(u.cluster, u.models)),
+            stream_delay_s=stream_delay_ms / 1000.0,
+        )
+        for u in upstreams_from_policy(policy, overrides)
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        upstreams = demo_upstreams(args.policy, parse_overrides(args.upstream), args.stream_delay_ms)
+    except (OSError, ValueError) as exc:
+        print(f"demo-upstream: {exc}", file=sys.stderr)
+        return 2
+    for u in upstreams:
+        print(f"demo upstream {u.cluster} on http://{u.host}:{u.port} serving {', '.join(u.models)}", flush=True)
+    asyncio.run(serve_forever(upstreams))
+    return 0

@@ -1,0 +1,110 @@
+"""`extproc envoy-config --policy P`: render envoy/envoy.yaml and envoy/ext_proc_filter.yaml.
+
+`--check` compares the files on disk with what the policy renders (exit 1 when they differ);
+`--validate` runs `envoy --mode validate` on the full config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from extproc.envoy_config import EnvoyOptions, envoy_binary, parse_address, render
+
+FULL_NAME = "envoy.yaml"
+SNIPPET_NAME = "ext_proc_filter.yaml"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("envoy-config", help="generate the Envoy config from a policy", description=__doc__)
+    parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
+    parser.add_argument("--out-dir", type=Path, default=Path("envoy"), help="where to write (default: envoy/)")
+    parser.add_argument("--stdout", action="store_true", help="print envoy.yaml instead of writing files")
+    parser.add_argument("--check", action="store_true", help="fail if the files differ from a fresh render")
+    parser.add_argument("--validate", action="store_true", help="run `envoy --mode validate` on the result")
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="CLUSTER=HOST:PORT",
+        help="point a cluster elsewhere (e.g. at a real vLLM server); repeatable",
+    )
+    parser.add_argument("--listen", default="127.0.0.1:8801", metavar="HOST:PORT", help="Envoy listener")
+    parser.add_argument("--ext-proc", default="127.0.0.1:50051", metavar="HOST:PORT", help="ext_proc gRPC server")
+    parser.add_argument("--admin", default="127.0.0.1:9901", metavar="HOST:PORT", help="Envoy admin (keep on loopback)")
+    parser.set_defaults(func=run)
+
+
+def options_from_args(args: argparse.Namespace) -> EnvoyOptions:
+    listen_host, listen_port = parse_address(args.listen)
+    ext_host, ext_port = parse_address(args.ext_proc)
+    admin_host, admin_port = parse_address(args.admin)
+    return EnvoyOptions(
+        listener_host=listen_host,
+        listener_port=listen_port,
+        ext_proc_host=ext_host,
+        ext_proc_port=ext_port,
+        admin_host=admin_host,
+        admin_port=admin_port,
+    )
+
+
+def parse_overrides(values: list[str]) -> dict[str, str]:
+    overrides = {}
+    for value in values:
+        cluster, sep, address = value.partition("=")
+        if not sep:
+            raise ValueError(f"--upstream {value!r}: expected CLUSTER=HOST:PORT")
+        parse_address(address)
+        overrides[cluster] = address
+    return overrides
+
+
+def validate(path: Path) -> tuple[bool, str]:
+    """`envoy --mode validate -c path`: (ok, Envoy's last output lines)."""
+    proc = subprocess.run(
+        [str(envoy_binary()), "--mode", "validate", "-c", str(path), "--use-dynamic-base-id", "--log-level", "error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = (proc.stdout + proc.stderr).strip().splitlines()
+    return proc.returncode == 0, "\n".join(output[-5:])
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = options_from_args(args)
+        full, snippet = render(args.policy, options, parse_overrides(args.upstream))
+    except (OSError, ValueError) as exc:
+        print(f"envoy-config: {exc}", file=sys.stderr)
+        return 2
+    if args.stdout:
+        sys.stdout.write(full)
+        return 0
+    files = {args.out_dir / FULL_NAME: full, args.out_dir / SNIPPET_NAME: snippet}
+    if args.check:
+        stale = [p for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+        for path in stale:
+            print(f"{path}: differs from `extproc envoy-config --policy {args.policy}`", file=sys.stderr)
+        if stale:
+            return 1
+    else:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if args.validate:
+        with tempfile.TemporaryDirectory() as tmp:
+            target = args.out_dir / FULL_NAME if not args.check else Path(tmp) / FULL_NAME
+            if args.check:
+                target.write_text(full, encoding="utf-8")
+            ok, output = validate(target)
+        print(output)
+        if not ok:
+            return 1
+    return 0

@@ -1,0 +1,277 @@
+"""The local stack behind `make run` and the integration tests: demo upstreams, the ext_proc
+server and Envoy, started in that order, each waited for, stopped in reverse.
+
+Children run in their own sessions, so a Ctrl-C reaches only this supervisor, which then
+stops Envoy first (no new requests), drains the server with SIGTERM, and stops the upstreams.
+If any child dies, everything is stopped and the supervisor exits non-zero.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import IO
+
+from extproc.envoy_config import EXT_PROC_CLUSTER, EnvoyOptions, envoy_binary, render, upstreams_from_policy
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass(slots=True)
+class StackConfig:
+    policy: Path = REPO_ROOT / "policies" / "default.yaml"
+    settings_file: Path | None = None
+    envoy: EnvoyOptions = field(default_factory=EnvoyOptions)
+    # cluster -> "host:port" for the demo upstreams (and Envoy's clusters); None: the policy's addresses
+    upstream_overrides: dict[str, str] = field(default_factory=dict)
+    envoy_config: Path | None = None  # a ready config to use as is (e.g. envoy/envoy.yaml)
+    env: dict[str, str] = field(default_factory=dict)  # extra VSR_* settings for the server
+    stream_delay_ms: float = 20.0
+    start_timeout_s: float = 120.0
+    demo_upstreams: bool = True
+
+
+class StackError(RuntimeError):
+    pass
+
+
+class Stack:
+    def __init__(self, config: StackConfig, sink: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.sink = sink or (lambda line: print(line, flush=True))
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._pumps: list[threading.Thread] = []
+        self._tmp = tempfile.TemporaryDirectory(prefix="vsr-stack-")
+        self.envoy_config_path: Path | None = None
+
+    # -- addresses --------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.config.envoy.listener_host}:{self.config.envoy.listener_port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{self.config.envoy.admin_host}:{self.config.envoy.admin_port}"
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        cfg = self.config
+        deadline = time.monotonic() + cfg.start_timeout_s
+        python = sys.executable
+        if cfg.demo_upstreams:
+            cmd = [python, "-m", "extproc", "demo-upstream", "--policy", str(cfg.policy)]
+            cmd += ["--stream-delay-ms", str(cfg.stream_delay_ms)]
+            for cluster, address in cfg.upstream_overrides.items():
+                cmd += ["--upstream", f"{cluster}={address}"]
+            self._spawn("upstream", cmd)
+            for upstream in upstreams_from_policy(cfg.policy, cfg.upstream_overrides):
+                self._wait(
+                    deadline, f"demo upstream {upstream.cluster}", partial(port_open, upstream.host, upstream.port)
+                )
+
+        env = {
+            "VSR_POLICY_PATH": str(cfg.policy),
+            "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
+            "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
+            **cfg.env,
+        }
+        cmd = [python, "-m", "extproc"]
+        if cfg.settings_file is not None:
+            cmd += ["--settings", str(cfg.settings_file)]
+        self._spawn("extproc", [*cmd, "serve"], env)
+        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+
+        if cfg.envoy_config is not None:
+            config_path = cfg.envoy_config
+        else:
+            full, _ = render(cfg.policy, cfg.envoy, cfg.upstream_overrides)
+            config_path = Path(self._tmp.name) / "envoy.yaml"
+            config_path.write_text(full, encoding="utf-8")
+        self.envoy_config_path = config_path
+        self._spawn(
+            "envoy",
+            [str(envoy_binary()), "-c", str(config_path), "--use-dynamic-base-id", "--log-level", "warn"],
+        )
+        self._wait(deadline, "Envoy /ready", self.envoy_ready)
+        self._wait(deadline, "Envoy's health check of the ext_proc cluster", self.ext_proc_healthy)
+
+    def stop(self) -> None:
+        """Envoy first, then the server (SIGTERM: it drains), then the upstreams."""
+        for name in ("envoy", "extproc", "upstream"):
+            self.stop_process(name)
+        for pump in self._pumps:
+            pump.join(timeout=2)
+        self._tmp.cleanup()
+
+    def stop_process(self, name: str, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int | None:
+        proc = self.procs.pop(name, None)
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+    def __enter__(self) -> Stack:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def failed(self) -> str | None:
+        """The name of a child that has exited, if any."""
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                return f"{name} exited with {proc.returncode}"
+        return None
+
+    # -- probes -----------------------------------------------------------------------------
+    def server_serving(self) -> bool:
+        import grpc
+        from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+        target = f"{self.config.envoy.ext_proc_host}:{self.config.envoy.ext_proc_port}"
+        try:
+            with grpc.insecure_channel(target) as channel:
+                reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=1)
+        except grpc.RpcError:
+            return False
+        serving: bool = reply.status == health_pb2.HealthCheckResponse.SERVING
+        return serving
+
+    def envoy_ready(self) -> bool:
+        return self._admin_get("/ready") == "LIVE"
+
+    def ext_proc_healthy(self) -> bool:
+        clusters = self._admin_get("/clusters") or ""
+        return any(
+            line.startswith(f"{EXT_PROC_CLUSTER}::") and "::health_flags::healthy" in line
+            for line in clusters.splitlines()
+        )
+
+    def _admin_get(self, path: str) -> str | None:
+        try:
+            with urllib.request.urlopen(self.admin_url + path, timeout=1) as reply:
+                text: str = reply.read().decode().strip()
+                return text
+        except (urllib.error.URLError, OSError):
+            return None
+
+    # -- internals --------------------------------------------------------------------------
+    def _spawn(self, name: str, cmd: list[str], env: Mapping[str, str] | None = None) -> None:
+        full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO_ROOT,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops children in order
+        )
+        self.procs[name] = proc
+        assert proc.stdout is not None
+        pump = threading.Thread(target=self._pump, args=(name, proc.stdout), daemon=True)
+        pump.start()
+        self._pumps.append(pump)
+
+    def _pump(self, name: str, stream: IO[bytes]) -> None:
+        for raw in iter(stream.readline, b""):
+            self.sink(f"{name:>8} | {raw.decode('utf-8', 'replace').rstrip()}")
+        stream.close()
+
+    def _wait(self, deadline: float, what: str, probe: Callable[[], bool]) -> None:
+        while True:
+            dead = self.failed()
+            if dead:
+                raise StackError(f"while waiting for {what}: {dead}")
+            if probe():
+                return
+            if time.monotonic() > deadline:
+                raise StackError(f"timed out waiting for {what}")
+            time.sleep(0.1)
+
+
+def run_foreground(config: StackConfig) -> int:
+    """Start the stack, print how to use it, and keep it up until Ctrl-C or a child dies."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    stack = Stack(config)
+    try:
+        stack.start()
+    except StackError as exc:
+        print(f"stack: {exc}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        stack.stop()
+        return 130
+    url = stack.base_url
+    print(
+        "\n".join(
+            [
+                "",
+                f"stack up: Envoy {url}  (admin {stack.admin_url}, config {stack.envoy_config_path})",
+                f"  curl -s {url}/v1/chat/completions -H 'content-type: application/json' \\",
+                '    -d \'{"model":"auto","messages":[{"role":"user","content":"Hello!"}]}\' -i',
+                "Ctrl-C stops everything.",
+                "",
+            ]
+        ),
+        flush=True,
+    )
+    code = 0
+    while not stop.wait(0.5):
+        dead = stack.failed()
+        if dead:
+            print(f"stack: {dead}; stopping", file=sys.stderr, flush=True)
+            code = 1
+            break
+    print("stack: stopping", flush=True)
+    stack.stop()
+    return code
