@@ -54,7 +54,7 @@ class PreprocessConfig:
     do_normalize: bool = True
     mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
-    do_convert_rgb: bool = True
+    # Conversion to RGB (transparency onto white) always happens: the towers take 3 channels.
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any], *, source: str = "processor config") -> PreprocessConfig:
@@ -68,7 +68,6 @@ class PreprocessConfig:
             "do_normalize": bool(raw.get("do_normalize", True)),
             "mean": _triple(raw.get("image_mean", 0.5), "image_mean", source),
             "std": _triple(raw.get("image_std", 0.5), "image_std", source),
-            "do_convert_rgb": bool(raw.get("do_convert_rgb", True) if raw.get("do_convert_rgb") is not None else True),
         }
         if naflex:
             patch = int(raw.get("patch_size", 16))
@@ -111,7 +110,7 @@ class PreprocessConfig:
 
 def _triple(value: Any, name: str, source: str) -> tuple[float, float, float]:
     if isinstance(value, int | float):
-        return (float(value),) * 3  # type: ignore[return-value]
+        return (float(value), float(value), float(value))
     if isinstance(value, Sequence) and len(value) == 3:
         return (float(value[0]), float(value[1]), float(value[2]))
     raise PreprocessConfigError(f"{source}: {name} must be a number or three numbers, got {value!r}")
@@ -202,7 +201,7 @@ class Preprocessor:
         """Steps 1-3: orientation, RGB on white, resize. Returned as an 8-bit RGB image."""
         if image.getexif().get(_ORIENTATION, 1) != 1:
             image = ImageOps.exif_transpose(image) or image
-        rgb = to_rgb(image) if self.config.do_convert_rgb else image
+        rgb = to_rgb(image)
         size = self.target_size(*rgb.size)
         if size != rgb.size:
             rgb = rgb.resize(size, resample=Image.Resampling(self.config.resample))
@@ -211,8 +210,6 @@ class Preprocessor:
     def __call__(self, image: Image.Image) -> PixelInputs:
         rgb = self.resized_rgb(image)
         arr = np.asarray(rgb, dtype=np.uint8)
-        if arr.ndim == 2:  # do_convert_rgb off and a one-band image
-            arr = np.repeat(arr[:, :, None], 3, axis=2)
         height, width = arr.shape[:2]
         chw = np.empty((3, height, width), dtype=np.float32)
         for channel in range(3):
