@@ -171,4 +171,4 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
 def estimate_tokens(request: RoutingRequest) -> int:
     from extproc.signals.context import estimate_tokens as _estimate
 
-    return _estimate(request)
+    return int(_estimate(request))

@@ -255,7 +255,8 @@ class PolicyLoader:
                         ("decisions", d_index, "when", *_cond_path(leaf.path)),
                         f"unknown signal {leaf.signal!r}; signals are {sorted(signal_specs)}",
                     )
-        for d_index, action_holder in enumerate([*policy.decisions, policy.default]):
+        holders: list[Decision | DefaultDecision] = [*policy.decisions, policy.default]
+        for d_index, action_holder in enumerate(holders):
             action = action_holder.action
             path: Path_ = ("decisions", d_index) if isinstance(action_holder, Decision) else ("default",)
             if action.type == "route":

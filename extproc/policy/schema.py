@@ -25,10 +25,14 @@ class _Strict(BaseModel):
 Modality = Literal["text", "image"]
 
 
+def _text_only() -> list[Modality]:
+    return ["text"]
+
+
 class ModelSpec(_Strict):
     name: str = Field(min_length=1)
     cluster: str = Field(min_length=1, pattern=NAME_PATTERN)  # the Envoy cluster serving it
-    modalities: list[Modality] = Field(default_factory=lambda: ["text"], min_length=1)
+    modalities: list[Modality] = Field(default_factory=_text_only, min_length=1)
     context_window: int | None = Field(default=None, gt=0)
     upstream_model: str | None = None  # written into the body's `model`; defaults to `name`
     address: str | None = Field(default=None, pattern=r"^[^:\s]+:\d{1,5}$")  # host:port, for Envoy config generation

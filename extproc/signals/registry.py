@@ -16,7 +16,7 @@ from extproc.signals.base import Signal, SignalSpecBase
 
 @dataclass(frozen=True, slots=True)
 class SignalType:
-    type: str
+    name: str
     spec: type[SignalSpecBase]
     signal: type[Signal]
 
@@ -42,12 +42,12 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
 class SignalCatalog:
     def __init__(self, extra: Iterable[SignalType] = (), *, builtin: bool = True) -> None:
         self._lazy = dict(BUILTIN_SIGNAL_TYPES) if builtin else {}
-        self._loaded: dict[str, SignalType] = {t.type: t for t in extra}
+        self._loaded: dict[str, SignalType] = {t.name: t for t in extra}
 
     def with_types(self, *types: SignalType) -> SignalCatalog:
         catalog = SignalCatalog(builtin=False)
         catalog._lazy = dict(self._lazy)
-        catalog._loaded = {**self._loaded, **{t.type: t for t in types}}
+        catalog._loaded = {**self._loaded, **{t.name: t for t in types}}
         return catalog
 
     def names(self) -> list[str]:

@@ -1,0 +1,72 @@
+"""`extproc check` and `extproc explain` on the bundled default policy and example requests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from extproc.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = ROOT / "policies" / "default.yaml"
+REQUESTS = ROOT / "policies" / "examples" / "requests"
+
+
+def explain_json(capsys: pytest.CaptureFixture[str], *files: Path) -> list[dict[str, object]]:
+    assert main(["explain", "--policy", str(DEFAULT), "--json", *map(str, files)]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def test_check_passes_bundled_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    policies = [DEFAULT, *sorted((ROOT / "policies" / "examples").glob("*.yaml"))]
+    assert main(["check", *map(str, policies)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(": OK") == len(policies)
+
+
+def test_check_exits_1_and_prints_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(DEFAULT.read_text().replace("when: {signal: jailbreak}", "when: {signal: jailbrake}"))
+    assert main(["check", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:" in out and "unknown signal 'jailbrake'" in out
+
+
+@pytest.mark.parametrize(
+    ("request_file", "decision", "action", "model"),
+    [
+        ("passport_text.json", "identity_document", "route", "restricted-vlm"),
+        ("jailbreak.json", "jailbreak_block", "reject", None),
+        ("plain_question.json", "general", "route", "general"),
+        ("code_secret.json", "code_security_review", "route", "code-security"),
+        ("responses_api.json", "general", "route", "general"),
+        ("completions_legacy.json", "general", "route", "general"),
+        ("describe_image.json", "general", "route", "general-vlm"),
+    ],
+)
+def test_explain_json_picks_the_expected_decision(
+    capsys: pytest.CaptureFixture[str], request_file: str, decision: str, action: str, model: str | None
+) -> None:
+    (result,) = explain_json(capsys, REQUESTS / request_file)
+    assert (result["decision"], result["action"], result["model"]) == (decision, action, model)
+    signals = result["signals"]
+    assert isinstance(signals, list) and signals
+    assert all({"name", "matched", "score", "error"} <= set(s) for s in signals)
+    assert isinstance(result["trace"], dict) and result["trace"]["decisions"]
+
+
+def test_explain_table_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "--policy", str(DEFAULT), str(REQUESTS / "jailbreak.json")]) == 0
+    out = capsys.readouterr().out
+    assert "decision: jailbreak_block" in out and "status: 403" in out
+    assert "jailbreak" in out and "first failing leaf" in out
+
+
+def test_explain_reports_bad_input_without_crashing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    (result,) = explain_json(capsys, bad)
+    assert result["action"] == "error" and result["status"] == 400
+    assert result["error"]["code"] == "invalid_json"  # type: ignore[index]

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from extproc.policy.conditions import All, Any_, ConditionError, Leaf, Not, Tri, evaluate, parse_condition, to_dnf
+
+T, F, U = Tri.TRUE, Tri.FALSE, Tri.UNKNOWN
+
+
+def values(**kw: Tri):  # type: ignore[no-untyped-def]
+    return lambda leaf: kw[leaf.signal]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "all_", "any_"),
+    [
+        (T, T, T, T),
+        (T, F, F, T),
+        (T, U, U, T),
+        (F, U, F, U),
+        (U, U, U, U),
+        (F, F, F, F),
+    ],
+)
+def test_kleene_truth_tables(a: Tri, b: Tri, all_: Tri, any_: Tri) -> None:
+    both = [{"signal": "a"}, {"signal": "b"}]
+    assert evaluate(parse_condition({"all": both}), values(a=a, b=b))[0] is all_
+    assert evaluate(parse_condition({"any": both}), values(a=a, b=b))[0] is any_
+    assert evaluate(parse_condition({"not": {"signal": "a"}}), values(a=a))[0] is ~a
+
+
+def test_not_unknown_is_unknown_and_blames_the_unknown_leaf() -> None:
+    cond = parse_condition({"all": [{"signal": "text"}, {"not": {"signal": "vision"}}]})
+    value, blame = evaluate(cond, values(text=T, vision=U))
+    assert value is U and blame is not None and blame.signal == "vision"
+
+
+def test_nested_tree_blames_first_false_leaf() -> None:
+    cond = parse_condition(
+        {"all": [{"signal": "a"}, {"any": [{"signal": "b"}, {"not": [{"signal": "c"}]}]}, {"signal": "d"}]}
+    )
+    value, blame = evaluate(cond, values(a=T, b=F, c=T, d=F))
+    assert value is F and blame is not None and blame.signal == "b"
+    assert blame.path == "all[1].any[0]"
+    assert evaluate(cond, values(a=T, b=F, c=F, d=T))[0] is T
+
+
+def test_not_false_blames_the_leaf_that_was_true() -> None:
+    value, blame = evaluate(parse_condition({"not": {"any": [{"signal": "x"}, {"signal": "y"}]}}), values(x=F, y=T))
+    assert value is F and blame is not None and blame.signal == "y"
+
+
+@pytest.mark.parametrize(
+    ("raw", "path", "problem"),
+    [
+        ({"not": [{"signal": "a"}, {"signal": "b"}]}, "not", "exactly one child"),
+        ({"not": []}, "not", "exactly one child"),
+        ({"all": []}, "all", "non-empty list"),
+        ({"any": {"signal": "a"}}, "any", "non-empty list"),
+        ({"all": [{"signal": "a"}], "any": [{"signal": "b"}]}, "", "cannot be combined"),
+        ({"all": [{"signal": "a", "lable": "x"}]}, "all[0]", "unknown field"),
+        ({"all": [{"label": "x"}]}, "all[0]", "needs 'signal'"),
+        ({"signal": "a", "min_score": 2}, "", "within [0, 1]"),
+        ({"signal": "a", "min_score": "high"}, "", "must be a number"),
+        ("just a string", "", "must be a mapping"),
+    ],
+)
+def test_malformed_trees_name_the_exact_path(raw: object, path: str, problem: str) -> None:
+    with pytest.raises(ConditionError) as caught:
+        parse_condition(raw)
+    assert caught.value.path == path and problem in caught.value.problem
+
+
+def test_leaf_fields_parse() -> None:
+    leaf = parse_condition({"signal": "img", "label": "passport", "min_score": 0.7})
+    assert leaf == Leaf("img", "passport", 0.7, path="when")
+    assert leaf.describe() == "img[passport]>=0.7"
+
+
+def test_dnf_agrees_with_evaluation_on_every_assignment() -> None:
+    cond = parse_condition(
+        {"any": [{"all": [{"signal": "a"}, {"not": {"signal": "b"}}]}, {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}}]}
+    )
+    terms = to_dnf(cond)
+    assert terms is not None
+    for a, b, c in itertools.product((True, False), repeat=3):
+        assignment = {"a": a, "b": b, "c": c}
+        expected = evaluate(cond, lambda leaf, s=assignment: Tri.of(s[leaf.signal]))[0] is T  # type: ignore[misc]
+        via_dnf = any(all(assignment[k[0]] == v for k, v in term.items()) for term in terms)
+        assert via_dnf == expected
+
+
+def test_dnf_drops_contradictions() -> None:
+    assert to_dnf(All((Leaf("a"), Not(Leaf("a"))))) == []
+    assert to_dnf(Any_((Leaf("a"), Leaf("b")))) == [{("a", None, None): True}, {("b", None, None): True}]
