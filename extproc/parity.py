@@ -142,7 +142,8 @@ class ReferencePath:
         from transformers import AutoImageProcessor, AutoModel
 
         path = str(Path(model_dir).expanduser())
-        self.processor = AutoImageProcessor.from_pretrained(path, backend="pil", local_files_only=True)
+        auto_processor: Any = AutoImageProcessor  # untyped in transformers
+        self.processor = auto_processor.from_pretrained(path, backend="pil", local_files_only=True)
         self.model = AutoModel.from_pretrained(path, local_files_only=True, dtype=torch.float32).eval()
 
     @staticmethod
@@ -248,7 +249,8 @@ def run_parity(
             ref_inputs = ref.inputs(ReferencePath.open(path))
             ref_vec = ref.embed(ref_inputs)
         except Exception as exc:  # a harness reports, per image, rather than stopping
-            report.rows.append(ParityRow(path.name, (0, 0), "?", math.inf, float("nan"), f"{type(exc).__name__}: {exc}"))
+            error = f"{type(exc).__name__}: {exc}"
+            report.rows.append(ParityRow(path.name, (0, 0), "?", math.inf, float("nan"), error))
             continue
         report.rows.append(
             ParityRow(

@@ -13,6 +13,7 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.check",
     "extproc.cli.explain",
     "extproc.cli.serve", "extproc.cli.envoy_config", "extproc.cli.demo", "extproc.cli.stack",  # issue 3
+    "extproc.cli.parity", "extproc.cli.probe", "extproc.cli.models",  # issue 4
 )
 
 
