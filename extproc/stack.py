@@ -57,6 +57,7 @@ class StackConfig:
     stream_delay_ms: float = 20.0
     start_timeout_s: float = 120.0
     demo_upstreams: bool = True
+    envoy_args: list[str] = field(default_factory=list)  # extra command-line flags, e.g. --concurrency
 
 
 class StackError(RuntimeError):
@@ -125,7 +126,15 @@ class Stack:
         self.envoy_config_path = config_path
         self._spawn(
             "envoy",
-            [str(envoy_binary()), "-c", str(config_path), "--use-dynamic-base-id", "--log-level", "warn"],
+            [
+                str(envoy_binary()),
+                "-c",
+                str(config_path),
+                "--use-dynamic-base-id",
+                "--log-level",
+                "warn",
+                *cfg.envoy_args,
+            ],
         )
         self._wait(deadline, "Envoy /ready", self.envoy_ready)
         self._wait(deadline, "Envoy's health check of the ext_proc cluster", self.ext_proc_healthy)

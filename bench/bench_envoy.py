@@ -1,0 +1,210 @@
+"""Text-only routing through Envoy + ext_proc, beside Envoy without ext_proc, in one run.
+
+    .venv/bin/python bench/bench_envoy.py [--policy policies/default.yaml] [--duration 10]
+
+One Envoy process gets two listeners: `vsr` (the ext_proc filter, routes by x-vsr-cluster,
+exactly the generated config) and `plain` (no ext_proc, straight to the default cluster).
+Both forward to the same upstream: a third listener on that Envoy answering with a fixed
+chat completion (`--upstream demo` uses the Python demo upstreams instead), so the figures
+are Envoy + ext_proc cost, not a model server's. The ext_proc server is the real one
+(`extproc serve`) with the policy's cheap text signals.
+
+Reported per path: p50 / p99 latency with one request at a time, then req/s at
+`--concurrency` connections, with errors (any non-200 or transport failure). Targets on
+2 CPU cores: <= 1.5 ms p50 added, >= 1,500 req/s, 0 errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from envoy_data_plane.envoy.config.core.v3 import DataSource  # noqa: E402
+from envoy_data_plane.envoy.config.route.v3 import DirectResponseAction, Route, RouteAction, RouteMatch  # noqa: E402
+from loadgen import LoadResult, build_request, run_load  # noqa: E402
+
+from extproc.envoy_config import (  # noqa: E402
+    EnvoyOptions,
+    bootstrap,
+    default_cluster_of,
+    http_connection_manager,
+    listener,
+    to_plain,
+    to_yaml,
+    upstreams_from_policy,
+)
+from extproc.stack import Stack, StackConfig, free_port  # noqa: E402
+
+UPSTREAM_REPLY = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+)
+
+TEXT_REQUESTS = [
+    {"model": "auto", "messages": [{"role": "user", "content": "What is the capital of Australia, and why?"}]},
+    {
+        "model": "auto",
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Write a haiku about the sea in autumn."},
+        ],
+    },
+    {
+        "model": "auto",
+        "messages": [
+            {"role": "user", "content": "Find the bug in this code:\n```python\ndef f(x):\n    return x / 0\n```"}
+        ],
+    },
+    {"model": "auto", "messages": [{"role": "user", "content": "Summarize the plot of Hamlet in three sentences."}]},
+]
+
+
+def bench_config(policy: Path, options: EnvoyOptions, plain_port: int, upstream_port: int, demo: dict[str, str]) -> str:
+    """The generated config plus a no-ext_proc listener and (unless demo) a direct-response upstream."""
+    if demo:
+        upstreams = upstreams_from_policy(policy, demo)
+    else:
+        upstreams = [
+            u.__class__(cluster=u.cluster, host="127.0.0.1", port=upstream_port, models=u.models)
+            for u in upstreams_from_policy(policy, None)
+        ]
+    default = default_cluster_of(policy, upstreams)
+    boot = bootstrap(upstreams, default, options)
+    plain = http_connection_manager(
+        [Route(match=RouteMatch(prefix="/"), route=RouteAction(cluster=default))],
+        options,
+        with_ext_proc=False,
+        stat_prefix="plain",
+    )
+    assert boot.static_resources is not None
+    boot.static_resources.listeners.append(listener("plain", "127.0.0.1", plain_port, plain, options))
+    if not demo:
+        reply = http_connection_manager(
+            [
+                Route(
+                    match=RouteMatch(prefix="/"),
+                    direct_response=DirectResponseAction(status=200, body=DataSource(inline_string=UPSTREAM_REPLY)),
+                )
+            ],
+            options,
+            with_ext_proc=False,
+            stat_prefix="upstream",
+        )
+        boot.static_resources.listeners.append(listener("upstream", "127.0.0.1", upstream_port, reply, options))
+    return to_yaml(to_plain(boot))
+
+
+def row(name: str, lat: LoadResult, thr: LoadResult) -> str:
+    return (
+        f"{name:<22} {lat.percentile_ms(50):>8.3f} {lat.percentile_ms(99):>8.3f} {thr.rps:>10.0f} "
+        f"{thr.percentile_ms(50):>9.2f} {thr.percentile_ms(99):>9.2f} {lat.errors + thr.errors:>7d}"
+    )
+
+
+async def measure(port: int, payloads: list[bytes], args: argparse.Namespace) -> tuple[LoadResult, LoadResult]:
+    await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, total=args.warmup)
+    latency = await run_load("127.0.0.1", port, payloads, concurrency=1, total=args.latency_requests)
+    throughput = await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, duration_s=args.duration)
+    return latency, throughput
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--policy", type=Path, default=REPO / "policies" / "default.yaml")
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds of the throughput phase, per path")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency-requests", type=int, default=2000, help="sequential requests for p50/p99")
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--envoy-concurrency", type=int, default=None, help="Envoy worker threads (default: cores)")
+    parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
+    parser.add_argument("--log-level", default="WARNING", help="ext_proc server log level (INFO logs every request)")
+    args = parser.parse_args()
+
+    options = EnvoyOptions(
+        listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), access_log=False
+    )
+    plain_port, upstream_port = free_port(), free_port()
+    demo: dict[str, str] = {}
+    if args.upstream == "demo":
+        demo = {u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(args.policy)}
+    tmp = tempfile.TemporaryDirectory(prefix="vsr-bench-")
+    config_path = Path(tmp.name) / "envoy.yaml"
+    config_path.write_text(bench_config(args.policy, options, plain_port, upstream_port, demo), encoding="utf-8")
+
+    logs: list[str] = []
+    stack = Stack(
+        StackConfig(
+            policy=args.policy.resolve(),
+            envoy=options,
+            upstream_overrides=demo,
+            envoy_config=config_path,
+            demo_upstreams=bool(demo),
+            stream_delay_ms=0,
+            env={"VSR_LOGGING__LEVEL": args.log_level},
+            envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
+        ),
+        sink=logs.append,
+    )
+    print(f"starting Envoy + ext_proc server + upstream ({args.upstream}) ...", flush=True)
+    started = time.perf_counter()
+    try:
+        stack.start()
+    except Exception as exc:
+        print("\n".join(logs[-40:]), file=sys.stderr)
+        print(f"bench: could not start the stack: {exc}", file=sys.stderr)
+        return 1
+    print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
+    payloads_vsr = [
+        build_request("127.0.0.1", options.listener_port, "/v1/chat/completions", json.dumps(r).encode())
+        for r in TEXT_REQUESTS
+    ]
+    payloads_plain = [
+        build_request("127.0.0.1", plain_port, "/v1/chat/completions", json.dumps(r).encode()) for r in TEXT_REQUESTS
+    ]
+    try:
+        plain = asyncio.run(measure(plain_port, payloads_plain, args))
+        vsr = asyncio.run(measure(options.listener_port, payloads_vsr, args))
+    finally:
+        stack.stop()
+        tmp.cleanup()
+
+    print()
+    print(
+        f"latency: {args.latency_requests} sequential requests; throughput: {args.concurrency} connections "
+        f"for {args.duration:.0f}s; {len(TEXT_REQUESTS)} text-only bodies in rotation"
+    )
+    print(f"{'path':<22} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>10} {'p50@c ms':>9} {'p99@c ms':>9} {'errors':>7}")
+    print(row("envoy (no ext_proc)", *plain))
+    print(row("envoy + ext_proc", *vsr))
+    added = vsr[0].percentile_ms(50) - plain[0].percentile_ms(50)
+    added99 = vsr[0].percentile_ms(99) - plain[0].percentile_ms(99)
+    errors = sum(r.errors for r in (*plain, *vsr))
+    print()
+    print(f"added by ext_proc: p50 {added:.3f} ms (target <= 1.5), p99 {added99:.3f} ms (target <= 5)")
+    print(f"ext_proc throughput: {vsr[1].rps:.0f} req/s (target >= 1500); errors: {errors} (target 0)")
+    bad = {k: v for r in (*plain, *vsr) for k, v in r.statuses.items() if k != 200}
+    if bad:
+        print(f"non-200 statuses: {bad}")
+    ok = added <= 1.5 and vsr[1].rps >= 1500 and errors == 0
+    print("PASS" if ok else "MISS")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
