@@ -1,0 +1,261 @@
+"""The servicer over a real in-process gRPC channel, with a fake router."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+import pytest
+from envoy.config.core.v3 import base_pb2
+from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
+from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
+from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from extproc.server.app import ExtProcServer
+from extproc.settings import Settings
+from tests.server.fakes import FakeRouter
+
+OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+CHAT = "/v1/chat/completions"
+
+
+def headers_msg(
+    path: str = CHAT, method: str = "POST", extra: Sequence[tuple[str, str]] = (), eos: bool = False
+) -> Any:
+    pairs = [(":method", method), (":path", path), (":authority", "llm"), ("x-request-id", "rid-1"), *extra]
+    return ep.ProcessingRequest(
+        request_headers=ep.HttpHeaders(
+            headers=base_pb2.HeaderMap(headers=[base_pb2.HeaderValue(key=k, raw_value=v.encode()) for k, v in pairs]),
+            end_of_stream=eos,
+        )
+    )
+
+
+def body_msg(body: bytes) -> Any:
+    return ep.ProcessingRequest(request_body=ep.HttpBody(body=body, end_of_stream=True))
+
+
+def response_headers_msg() -> Any:
+    return ep.ProcessingRequest(
+        response_headers=ep.HttpHeaders(
+            headers=base_pb2.HeaderMap(headers=[base_pb2.HeaderValue(key=":status", raw_value=b"200")])
+        )
+    )
+
+
+def chat(text: str, **extra: Any) -> bytes:
+    return json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}], **extra}).encode()
+
+
+def set_headers(mutation: Any) -> dict[str, str]:
+    for option in mutation.set_headers:
+        assert option.append_action == OVERWRITE
+    return {o.header.key: o.header.raw_value.decode() for o in mutation.set_headers}
+
+
+class Harness:
+    def __init__(self, server: ExtProcServer, channel: grpc.aio.Channel) -> None:
+        self.server = server
+        self.stub = ep_grpc.ExternalProcessorStub(channel)
+        self.health = health_pb2_grpc.HealthStub(channel)
+
+    async def exchange(self, *messages: Any) -> list[Any]:
+        """Send messages one at a time, each after the previous answer, like Envoy does."""
+        call = self.stub.Process()
+        replies = []
+        for message in messages:
+            await call.write(message)
+            reply = await call.read()
+            if reply is grpc.aio.EOF:
+                break
+            replies.append(reply)
+            if reply.HasField("immediate_response"):
+                break
+        await call.done_writing()
+        return replies
+
+    async def status(self) -> int:
+        reply = await self.health.Check(health_pb2.HealthCheckRequest(service=""))
+        status: int = reply.status
+        return status
+
+
+async def start(router: FakeRouter | None, debug: bool = False, load: bool = True) -> tuple[ExtProcServer, Any]:
+    settings = Settings.load(None, environ={}).model_copy(deep=True)
+    settings.server.grpc_port = 0
+    settings.server.debug_headers = debug
+    settings.server.shutdown_grace_s = 2.0
+    server = ExtProcServer(settings, lambda s: router if router is not None else FakeRouter())
+    port = await server.start()
+    if load:
+        await server.load()
+    channel = grpc.aio.insecure_channel(
+        f"127.0.0.1:{port}",
+        options=[("grpc.max_receive_message_length", 64 << 20), ("grpc.max_send_message_length", 64 << 20)],
+    )
+    return server, channel
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    server, channel = await start(FakeRouter(), debug=True)
+    yield Harness(server, channel)
+    await channel.close()
+    await server.stop()
+
+
+async def test_routes_body_rewrites_model_and_sets_routing_headers(harness: Harness) -> None:
+    replies = await harness.exchange(headers_msg(), body_msg(chat("find the bug")), response_headers_msg())
+    assert [r.WhichOneof("response") for r in replies] == ["request_headers", "request_body", "response_headers"]
+
+    common = replies[1].request_body.response
+    assert common.clear_route_cache
+    headers = set_headers(common.header_mutation)
+    new_body = common.body_mutation.body
+    assert json.loads(new_body)["model"] == "Qwen/Qwen2.5-VL-32B-Instruct"
+    assert headers["content-length"] == str(len(new_body))
+    assert headers["x-vsr-cluster"] == "code_security"
+    assert headers["x-vsr-decision"] == "code_security_review"
+    assert headers["x-vsr-model"] == "code-security"
+
+    client = set_headers(replies[2].response_headers.response.header_mutation)
+    assert client["x-vsr-decision"] == "code_security_review"
+    assert client["x-vsr-model"] == "code-security"
+    assert client["x-vsr-signals"] == "code_present,code_review_words"
+    assert "x-vsr-cluster" not in client  # topology stays inside
+    assert "x-vsr-trace" not in client  # not asked for
+
+
+async def test_strips_client_routing_headers_in_any_case_and_repeats(harness: Harness) -> None:
+    extra = [("x-vsr-cluster", "general"), ("X-VSR-Cluster", "restricted_vlm"), ("x-vsr-model", "x"), ("x-other", "1")]
+    replies = await harness.exchange(headers_msg(extra=extra))
+    common = replies[0].request_headers.response
+    assert set(common.header_mutation.remove_headers) == {"x-vsr-cluster", "X-VSR-Cluster", "x-vsr-model"}
+    assert common.clear_route_cache
+    assert not replies[0].HasField("mode_override")
+
+
+async def test_non_inference_paths_pass_through(harness: Harness) -> None:
+    for path, method in (("/v1/models", "GET"), ("/health", "GET"), (CHAT, "GET"), ("/v1/embeddings", "POST")):
+        replies = await harness.exchange(headers_msg(path, method, extra=[("x-vsr-cluster", "a")]))
+        reply = replies[0]
+        assert reply.request_headers.response.header_mutation.remove_headers == ["x-vsr-cluster"]
+        mode = reply.mode_override
+        assert mode.request_body_mode == processing_mode_pb2.ProcessingMode.NONE
+        assert mode.response_header_mode == processing_mode_pb2.ProcessingMode.SKIP
+    assert harness.server.service.router is not None
+    assert not harness.server.service.router.calls  # type: ignore[attr-defined]
+
+
+async def test_query_string_does_not_hide_an_inference_path(harness: Harness) -> None:
+    replies = await harness.exchange(headers_msg(CHAT + "?x=1"), body_msg(chat("hello")))
+    assert replies[1].request_body.response.body_mutation.body
+
+
+async def test_reject_is_an_immediate_response_with_openai_error(harness: Harness) -> None:
+    replies = await harness.exchange(headers_msg(), body_msg(chat("jailbreak please")))
+    immediate = replies[-1].immediate_response
+    assert immediate.status.code == 403
+    assert json.loads(immediate.body)["error"]["message"] == "blocked"
+    headers = set_headers(immediate.headers)
+    assert headers["x-vsr-decision"] == "jailbreak_block"
+    assert headers["x-vsr-signals"] == "jailbreak"
+    assert headers["content-type"] == "application/json"
+    assert "content-length" not in headers
+
+
+async def test_malformed_json_gets_400(harness: Harness) -> None:
+    replies = await harness.exchange(headers_msg(), body_msg(b"{nope"))
+    immediate = replies[-1].immediate_response
+    assert immediate.status.code == 400
+    assert "error" in json.loads(immediate.body)
+
+
+async def test_request_without_body_is_decided_at_headers(harness: Harness) -> None:
+    replies = await harness.exchange(headers_msg(eos=True))
+    assert replies[0].immediate_response.status.code == 400
+
+
+async def test_debug_trace_only_when_asked_and_sanitised(harness: Harness) -> None:
+    replies = await harness.exchange(
+        headers_msg(extra=[("x-vsr-debug", "true")]), body_msg(chat("find the bug")), response_headers_msg()
+    )
+    client = set_headers(replies[2].response_headers.response.header_mutation)
+    assert client["x-vsr-trace"].startswith("d[code_security_review]")
+    assert "\n" not in client["x-vsr-trace"]
+    # the debug header itself is a client x-vsr-* header: stripped before the upstream sees it
+    assert "x-vsr-debug" in replies[0].request_headers.response.header_mutation.remove_headers
+
+
+async def test_debug_header_ignored_when_settings_disable_it() -> None:
+    server, channel = await start(FakeRouter(), debug=False)
+    try:
+        h = Harness(server, channel)
+        replies = await h.exchange(
+            headers_msg(extra=[("x-vsr-debug", "true")]), body_msg(chat("hi")), response_headers_msg()
+        )
+        assert "x-vsr-trace" not in set_headers(replies[2].response_headers.response.header_mutation)
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+async def test_router_crash_is_a_500_openai_error() -> None:
+    server, channel = await start(FakeRouter(fail=True))
+    try:
+        replies = await Harness(server, channel).exchange(headers_msg(), body_msg(chat("hi")))
+        immediate = replies[-1].immediate_response
+        assert immediate.status.code == 500
+        assert json.loads(immediate.body)["error"]["code"] == "internal_error"
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+async def test_health_not_serving_until_loaded_then_503_then_serving() -> None:
+    server, channel = await start(FakeRouter(), load=False)
+    h = Harness(server, channel)
+    try:
+        assert await h.status() == health_pb2.HealthCheckResponse.NOT_SERVING
+        replies = await h.exchange(headers_msg(), body_msg(chat("hi")))
+        assert replies[-1].immediate_response.status.code == 503
+        await server.load()
+        assert await h.status() == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+async def test_large_image_sized_body_round_trips() -> None:
+    server, channel = await start(FakeRouter())
+    try:
+        big = chat("x" * (12 * 1024 * 1024))
+        replies = await Harness(server, channel).exchange(headers_msg(), body_msg(big))
+        assert len(replies[1].request_body.response.body_mutation.body) >= 12 * 1024 * 1024
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+class SlowRouter(FakeRouter):
+    async def route(self, body: bytes, *, path: str = CHAT, request_id: str | None = None) -> Any:
+        await asyncio.sleep(0.5)
+        return await super().route(body, path=path, request_id=request_id)
+
+
+async def test_shutdown_drains_in_flight_streams() -> None:
+    server, channel = await start(SlowRouter())
+    h = Harness(server, channel)
+    try:
+        in_flight = asyncio.create_task(h.exchange(headers_msg(), body_msg(chat("hi"))))
+        await asyncio.sleep(0.2)  # the router is now busy with it
+        stopping = asyncio.create_task(server.stop())
+        replies = await in_flight
+        await stopping
+        assert replies[1].request_body.response.body_mutation.body  # finished, not cut off
+    finally:
+        await channel.close()
