@@ -18,6 +18,7 @@ import ipaddress
 import re
 import shutil
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,55 +26,65 @@ from typing import Any
 
 import betterproto2
 import yaml
-from envoy_data_plane.envoy.config.accesslog.v3 import AccessLog
-from envoy_data_plane.envoy.config.bootstrap.v3 import Admin, Bootstrap, BootstrapStaticResources
-from envoy_data_plane.envoy.config.cluster.v3 import (
-    CircuitBreakers,
-    CircuitBreakersThresholds,
-    Cluster,
-    ClusterDiscoveryType,
-)
-from envoy_data_plane.envoy.config.core.v3 import (
-    Address,
-    DataSource,
-    GrpcService,
-    GrpcServiceEnvoyGrpc,
-    HealthCheck,
-    HealthCheckGrpcHealthCheck,
-    Http2ProtocolOptions,
-    SocketAddress,
-    SubstitutionFormatString,
-)
-from envoy_data_plane.envoy.config.endpoint.v3 import ClusterLoadAssignment, Endpoint, LbEndpoint, LocalityLbEndpoints
-from envoy_data_plane.envoy.config.listener.v3 import Filter, FilterChain, Listener
-from envoy_data_plane.envoy.config.route.v3 import (
-    HeaderMatcher,
-    Route,
-    RouteAction,
-    RouteConfiguration,
-    RouteMatch,
-    VirtualHost,
-)
-from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
-from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
-    ExternalProcessor,
-    ProcessingMode,
-    ProcessingModeBodySendMode,
-    ProcessingModeHeaderSendMode,
-)
-from envoy_data_plane.envoy.extensions.filters.http.router.v3 import Router as RouterFilter
-from envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3 import (
-    HttpConnectionManager,
-    HttpConnectionManagerCodecType,
-    HttpFilter,
-)
-from envoy_data_plane.envoy.extensions.upstreams.http.v3 import (
-    HttpProtocolOptions,
-    HttpProtocolOptionsExplicitHttpConfig,
-)
-from envoy_data_plane.envoy.type.matcher.v3 import StringMatcher
-from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
-from envoy_data_plane.google.protobuf import Any as AnyMessage
+
+# envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
+# the library's, not ours, and would otherwise flood every test run.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from envoy_data_plane.envoy.config.accesslog.v3 import AccessLog
+    from envoy_data_plane.envoy.config.bootstrap.v3 import Admin, Bootstrap, BootstrapStaticResources
+    from envoy_data_plane.envoy.config.cluster.v3 import (
+        CircuitBreakers,
+        CircuitBreakersThresholds,
+        Cluster,
+        ClusterDiscoveryType,
+    )
+    from envoy_data_plane.envoy.config.core.v3 import (
+        Address,
+        DataSource,
+        GrpcService,
+        GrpcServiceEnvoyGrpc,
+        HealthCheck,
+        HealthCheckGrpcHealthCheck,
+        Http2ProtocolOptions,
+        SocketAddress,
+        SubstitutionFormatString,
+    )
+    from envoy_data_plane.envoy.config.endpoint.v3 import (
+        ClusterLoadAssignment,
+        Endpoint,
+        LbEndpoint,
+        LocalityLbEndpoints,
+    )
+    from envoy_data_plane.envoy.config.listener.v3 import Filter, FilterChain, Listener
+    from envoy_data_plane.envoy.config.route.v3 import (
+        HeaderMatcher,
+        Route,
+        RouteAction,
+        RouteConfiguration,
+        RouteMatch,
+        VirtualHost,
+    )
+    from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
+    from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
+        ExternalProcessor,
+        ProcessingMode,
+        ProcessingModeBodySendMode,
+        ProcessingModeHeaderSendMode,
+    )
+    from envoy_data_plane.envoy.extensions.filters.http.router.v3 import Router as RouterFilter
+    from envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3 import (
+        HttpConnectionManager,
+        HttpConnectionManagerCodecType,
+        HttpFilter,
+    )
+    from envoy_data_plane.envoy.extensions.upstreams.http.v3 import (
+        HttpProtocolOptions,
+        HttpProtocolOptionsExplicitHttpConfig,
+    )
+    from envoy_data_plane.envoy.type.matcher.v3 import StringMatcher
+    from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
+    from envoy_data_plane.google.protobuf import Any as AnyMessage
 
 CLUSTER_HEADER = "x-vsr-cluster"
 EXT_PROC_CLUSTER = "extproc"

@@ -1,0 +1,87 @@
+"""The checked-in Envoy files equal a fresh render, and Envoy itself accepts them."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from extproc.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = REPO / "policies" / "default.yaml"
+
+
+def envoy_validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(envoy_binary()), "--mode", "validate", "-c", str(path), "--use-dynamic-base-id", "--log-level", "error"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_checked_in_files_equal_generation() -> None:
+    full, snippet = render(POLICY)
+    assert (REPO / "envoy" / "envoy.yaml").read_text() == full, (
+        "run: extproc envoy-config --policy policies/default.yaml"
+    )
+    assert (REPO / "envoy" / "ext_proc_filter.yaml").read_text() == snippet
+
+
+def test_checked_in_config_passes_envoy_validate() -> None:
+    proc = envoy_validate(REPO / "envoy" / "envoy.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_snippet_is_the_filter_and_cluster_of_the_full_config() -> None:
+    full = yaml.safe_load((REPO / "envoy" / "envoy.yaml").read_text())
+    snippet = yaml.safe_load((REPO / "envoy" / "ext_proc_filter.yaml").read_text())
+    hcm = full["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    assert hcm["http_filters"][0] == snippet["http_filters"][0]
+    assert hcm["http_filters"][-1]["name"] == "envoy.filters.http.router"
+    assert snippet["clusters"][0] in full["static_resources"]["clusters"]
+
+
+def test_contract_values() -> None:
+    full = yaml.safe_load((REPO / "envoy" / "envoy.yaml").read_text())
+    listener = full["static_resources"]["listeners"][0]
+    assert listener["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 8801}
+    assert full["admin"]["address"]["socket_address"]["address"] == "127.0.0.1"
+    ext_proc = listener["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"][0]["typed_config"]
+    assert ext_proc["failure_mode_allow"] is False
+    assert ext_proc["processing_mode"]["request_body_mode"] == "BUFFERED"
+    assert listener["per_connection_buffer_limit_bytes"] >= 22 * 1024 * 1024  # a 16 MB image as base64
+    clusters = {c["name"]: c for c in full["static_resources"]["clusters"]}
+    assert clusters["extproc"]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"] == {
+        "socket_address": {"address": "127.0.0.1", "port_value": 50051}
+    }
+    assert "http2_protocol_options" in str(clusters["extproc"]["typed_extension_protocol_options"])
+    for upstream in upstreams_from_policy(POLICY):
+        assert upstream.cluster in clusters
+    routes = listener["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+    routed = {r["match"]["headers"][0]["string_match"]["exact"]: r["route"]["cluster"] for r in routes[:-1]}
+    assert routed == {u.cluster: u.cluster for u in upstreams_from_policy(POLICY)}
+    assert "headers" not in routes[-1]["match"]
+
+
+def test_overrides_point_clusters_at_real_servers(tmp_path: Path) -> None:
+    full, _ = render(POLICY, EnvoyOptions(listener_port=18801), {"general": "vllm.internal:8000"})
+    path = tmp_path / "envoy.yaml"
+    path.write_text(full)
+    clusters = {c["name"]: c for c in yaml.safe_load(full)["static_resources"]["clusters"]}
+    assert clusters["general"]["type"] == "STRICT_DNS"
+    proc = envoy_validate(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_policy_problems_are_clear(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text("models:\n  - {name: a, cluster: ca}\n")
+    with pytest.raises(ValueError, match="has no address"):
+        render(policy)
+    with pytest.raises(ValueError, match="unknown cluster"):
+        render(POLICY, overrides={"nope": "127.0.0.1:1"})
