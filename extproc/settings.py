@@ -73,7 +73,7 @@ class VisionSettings(_Section):
 class OcrSettings(_Section):
     enabled: bool = True  # False: OCR signals are unavailable (unknown), never "no text"
     max_side: int = Field(default=1600, ge=64)  # images are downscaled to this long side first
-    budget_ms: float = Field(default=1500.0, gt=0)  # per image; the request deadline may cut it shorter
+    budget_ms: float = Field(default=3000.0, gt=0)  # per image; the request deadline may cut it shorter
     cache_size: int = Field(default=256, ge=0)  # results kept by image sha256
     threads: int | None = Field(default=None, ge=1)  # None: dispatch.torch_threads
     min_text_score: float = Field(default=0.5, ge=0, le=1)

@@ -30,6 +30,8 @@ _ASSIGN = re.compile(r"(?m)^\s*(?:[A-Za-z_][\w.\[\]'\"]*\s*(?::\s*\w+\s*)?(?:[+\
 _CALL = re.compile(r"[A-Za-z_][\w.]*\s?\(")
 _OPERATORS = re.compile(r"==|!=|<=|>=|=>|->|::|&&|\|\||\+\+|--|\+=|-=|:=")
 _LINE_END = re.compile(r"[;{}:)\],]\s*$")
+# snake_case, camelCase and dotted names: rare in prose, everywhere in code.
+_IDENT = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Za-z_]\w*\.[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,7 @@ class CodeFeatures:
     assign_rate: float  # lines that assign
     call_rate: float  # calls per line
     operator_rate: float  # two-character operators per line
+    ident_rate: float  # snake_case / camelCase / dotted names per word
     lines: int
 
 
@@ -61,6 +64,7 @@ def code_features(text: str) -> CodeFeatures:
         assign_rate=len(_ASSIGN.findall(text)) / n_lines,
         call_rate=len(_CALL.findall(text)) / n_lines,
         operator_rate=len(_OPERATORS.findall(text)) / n_lines,
+        ident_rate=len(_IDENT.findall(text)) / n_words,
         lines=len(lines),
     )
 
@@ -79,6 +83,7 @@ def code_likeness(text: str) -> float:
     z += 1.5 * min(f.assign_rate, 1.0)
     z += 1.0 * min(f.call_rate, 1.5)
     z += 0.8 * min(f.operator_rate, 1.0)
+    z += 4.0 * min(f.ident_rate, 0.25)
     if f.lines == 1:  # one line says little; damp it
         z -= 0.7
     return 1.0 / (1.0 + math.exp(-z))

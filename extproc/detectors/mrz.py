@@ -195,9 +195,7 @@ def _split_name(field_: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------- formats
 
 
-def _composite(
-    checks: dict[str, bool], data: str, raw: str, repairs: int, *, required: bool
-) -> tuple[str, int]:
+def _composite(checks: dict[str, bool], data: str, raw: str, repairs: int, *, required: bool) -> tuple[str, int]:
     """Verify the composite check digit over `data`; visas (MRV) carry none."""
     if not required:
         return raw, repairs
