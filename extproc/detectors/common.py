@@ -1,0 +1,72 @@
+"""What every detector returns, and small helpers they share."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One detection in a scanned text.
+
+    `start`/`end` are offsets in the text that was scanned (end exclusive). `redacted` is
+    safe to log or show: it never holds the full detected value.
+    """
+
+    kind: str  # entity / secret kind / jailbreak category, e.g. "credit_card"
+    start: int
+    end: int
+    score: float  # confidence 0..1
+    redacted: str
+
+
+def check_kinds(kinds: Collection[str] | None, known: tuple[str, ...], what: str) -> frozenset[str]:
+    """The requested kinds as a set (all of `known` when None); unknown names raise ValueError."""
+    if kinds is None:
+        return frozenset(known)
+    wanted = frozenset(kinds)
+    unknown = sorted(wanted.difference(known))
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    return wanted
+
+
+def shannon_entropy(value: str) -> float:
+    """Shannon entropy of `value` in bits per character (0.0 for an empty string)."""
+    n = len(value)
+    if n == 0:
+        return 0.0
+    return -sum((c / n) * math.log2(c / n) for c in Counter(value).values())
+
+
+def mask_tail(value: str, keep: int = 4, mask: str = "*") -> str:
+    """`value` with everything but its last `keep` characters masked (all masked if it is short)."""
+    if len(value) <= keep * 2:
+        return mask * len(value)
+    return mask * (len(value) - keep) + value[-keep:]
+
+
+def drop_overlaps(findings: list[Finding], priority: dict[str, int]) -> list[Finding]:
+    """Resolve overlapping findings: the lower priority number wins, then the higher score.
+
+    Returns the survivors sorted by start offset. O(n log n): kept spans never overlap, so
+    each candidate only needs checking against its neighbours in start order.
+    """
+    if len(findings) < 2:
+        return list(findings)
+    ranked = sorted(findings, key=lambda f: (priority.get(f.kind, 99), -f.score, f.start))
+    starts: list[int] = []
+    kept: list[Finding] = []
+    for f in ranked:
+        i = bisect.bisect_left(starts, f.start)
+        if i < len(kept) and kept[i].start < f.end:
+            continue  # overlaps the next kept span
+        if i > 0 and kept[i - 1].end > f.start:
+            continue  # overlaps the previous kept span
+        starts.insert(i, f.start)
+        kept.insert(i, f)
+    return kept

@@ -1,0 +1,406 @@
+"""Jailbreak phrasing: instruction overrides, system-prompt exfiltration, role-play escapes.
+
+Text is first normalised so trivial obfuscation does not evade the patterns: compatibility
+decomposition (NFKD: full-width letters, ligatures), accents and other combining marks and
+invisible format characters (zero-width spaces, soft hyphens, bidi and tag characters)
+dropped, case folded, common Cyrillic/Greek look-alike letters mapped to Latin, every
+non-alphanumeric character turned into a space. ASCII text (most traffic) takes a
+byte-table fast path that keeps offsets one to one; other text also has its runs of spaces
+collapsed. Patterns therefore separate words with " +". A second,
+"leetspeak" view (1gn0r3 -> ignore) is tried only when the first finds nothing and the
+text mixes digits into words. Patterns are written against that normal form: lower case,
+no accents, single spaces.
+
+Every rule starts with one of a few lead phrases, and the first word of each lead is an
+anchor: the message's words are intersected with all anchors at once, and a rule's regex
+is only tried (anchored, `match` at that word) where one of its anchors occurs. An
+ordinary message costs one normalisation, one split and one set intersection. Findings
+carry offsets in the original text (for non-ASCII text, mapped back through a
+per-character normalisation that is only computed when something matched).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from extproc.detectors.common import Finding, check_kinds
+
+JAILBREAK_CATEGORIES: tuple[str, ...] = ("instruction_override", "prompt_exfiltration", "roleplay_escape")
+
+# --- normalisation ---------------------------------------------------------------------------
+
+
+def _invisible_class() -> str:
+    """A regex class of combining marks and format characters (Mn, Me, Cf), built from unicodedata."""
+    ranges: list[tuple[int, int]] = []
+    code_points: Iterable[int] = [*range(0x80, 0x10000), *range(0xE0000, 0xE0080), *range(0xE0100, 0xE01F0)]
+    for cp in code_points:
+        if unicodedata.category(chr(cp)) in ("Mn", "Me", "Cf"):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    parts = [re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+_INVISIBLE = re.compile(_invisible_class())
+_ODD = re.compile(r"[^\w\s]|_")
+_ASCII_TABLE = bytes((ord(chr(i).lower()) if chr(i).isalnum() else 0x20) for i in range(256))
+_UTF8_TABLE = bytes((i if i >= 0x80 or chr(i).isalnum() else 0x20) for i in range(256))
+_PUNCT_BYTES = re.compile(b"|".join(re.escape(ch.encode("utf-8")) for ch in "¿¡«»‘’‚“”„–—…·•"))
+_DIACRITIC_BYTES = re.compile(rb"\xcc[\x80-\xbf]|\xcd[\x80-\xaf]")
+_CONFUSABLE_HINT = re.compile(r"[\u0370-\u03ff\u0400-\u052f]")
+_CONFUSABLES = str.maketrans(
+    {
+        "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
+        "у": "y", "х": "x", "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "һ": "h", "ӏ": "l", "ԛ": "q", "ԝ": "w",
+        "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+        "χ": "x", "γ": "y",
+    }
+)  # fmt: skip
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+_LEET_HINT = re.compile(r"[013457@$](?<=[A-Za-z][013457@$])[A-Za-z]")
+
+
+def normalize(text: str) -> str:
+    """The normal form the patterns are written against (see the module docstring).
+
+    ASCII text keeps its length (offsets map one to one); other text has runs of
+    separators collapsed to one space and is mapped back with `normalize_with_map`.
+    """
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_TABLE).decode("ascii")
+    s = unicodedata.normalize("NFKD", text).casefold()
+    if _CONFUSABLE_HINT.search(s):
+        s = s.translate(_CONFUSABLES)
+    # At bytes speed: ASCII punctuation and common non-ASCII punctuation to spaces, combining
+    # diacritics (U+0300-U+036F) dropped. Most Latin-script text is then plain ASCII.
+    b = s.encode("utf-8", "surrogatepass").translate(_UTF8_TABLE)
+    b = _DIACRITIC_BYTES.sub(b"", _PUNCT_BYTES.sub(b" ", b))
+    if b.isascii():
+        return b" ".join(b.split()).decode("ascii")
+    s = _INVISIBLE.sub("", b.decode("utf-8", "surrogatepass"))
+    if _ODD.search(s):  # other non-ASCII punctuation and symbols
+        s = _ODD.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _normalize_char(ch: str) -> str:
+    """One character of `text` in the normal form, before spaces are collapsed."""
+    if ch.isascii():
+        return ch.lower() if ch.isalnum() else " "
+    pieces = unicodedata.normalize("NFKD", ch).casefold()
+    if _CONFUSABLE_HINT.search(pieces):
+        pieces = pieces.translate(_CONFUSABLES)
+    out = []
+    for p in pieces:
+        if p.isascii() or not _INVISIBLE.match(p):
+            out.append(p if p.isalnum() else " ")
+    return "".join(out)
+
+
+def normalize_with_map(text: str) -> tuple[str, list[int]]:
+    """`normalize(text)` for non-ASCII text, built one character at a time with each output
+    character's offset in `text`."""
+    chars: list[str] = []
+    origin: list[int] = []
+    pending_space = False
+    pending_at = 0
+    for i, ch in enumerate(text):
+        for p in _normalize_char(ch):
+            if p != " " and not p.isspace():
+                if pending_space and chars:
+                    chars.append(" ")
+                    origin.append(pending_at)
+                pending_space = False
+                chars.append(p)
+                origin.append(i)
+            elif not pending_space:
+                pending_space = True
+                pending_at = i
+    return "".join(chars), origin
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+def _alt(phrases: Iterable[str]) -> str:
+    escaped = (re.escape(p).replace("\\ ", " ") for p in phrases)
+    return "(?:" + "|".join(sorted(escaped, key=len, reverse=True)) + ")"
+
+
+def _gap(n: int, exclude: tuple[str, ...] = ()) -> str:
+    """Up to `n` whole words, as few as possible, none of them in `exclude`."""
+    if exclude:
+        return f"(?:(?!{_alt(exclude)} )[^ ]+ ){{0,{n}}}?"
+    return f"(?:[^ ]+ ){{0,{n}}}?"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    category: str
+    weight: float
+    anchors: frozenset[str]  # first words of the leads: where the rule may start
+    pattern: re.Pattern[str]
+
+
+def _rule(category: str, weight: float, leads: Iterable[str], rest: str) -> _Rule:
+    leads = tuple(leads)
+    # Words are separated by one space in the patterns as written; views may have several
+    # (ASCII punctuation becomes spaces one for one). No pattern can contain "+" otherwise.
+    pattern = (_alt(leads) + rest).replace(" ", " +")
+    return _Rule(category, weight, frozenset(lead.split(" ")[0] for lead in leads), re.compile(pattern))
+
+
+_OVERRIDE = "instruction_override"
+_EXFIL = "prompt_exfiltration"
+_ROLEPLAY = "roleplay_escape"
+
+# "ignore my previous instructions" is a user correcting themselves, not an attack.
+_SELF = (
+    "my", "i", "me", "our", "we", "mis", "mi", "nuestras", "mes", "mon", "ma", "nos", "meine", "meinen", "meiner",
+    "unsere", "mie", "mio", "miei", "nostre", "minhas", "meus", "minha", "nossas",
+)  # fmt: skip
+_EN_OVERRIDE_VERBS = (
+    "ignore", "ignoring", "disregard", "disregarding", "forget", "forgetting", "bypass", "override", "overlook",
+    "neglect", "abandon", "discard", "skip", "drop", "set aside", "throw out",
+)  # fmt: skip
+_EN_TEMPORAL = ("previous", "prior", "preceding", "above", "earlier", "former", "original", "initial", "old", "system")
+_EN_RULE_NOUNS = (
+    "instruction", "instructions", "rule", "rules", "guideline", "guidelines", "direction", "directions", "directive",
+    "directives", "prompt", "prompts", "command", "commands", "orders", "constraints", "restrictions", "programming",
+    "policies", "policy", "guardrails", "safeguards", "training",
+)  # fmt: skip
+_EN_EXFIL_VERBS = (
+    "reveal", "print", "show", "display", "output", "repeat", "recite", "tell", "leak", "dump", "give", "share",
+    "disclose", "expose", "write", "spell", "copy", "paste", "return", "echo", "reproduce", "send",
+)  # fmt: skip
+_EN_HIDDEN_PROMPT = (
+    "system prompt", "system prompts", "system message", "system instructions", "initial prompt",
+    "initial instructions", "original instructions", "original prompt", "hidden instructions", "hidden prompt",
+    "secret instructions",
+    "developer message", "developer instructions", "pre prompt", "preprompt", "prompt above", "instructions above",
+    "configuration prompt", "meta prompt", "system role",
+)  # fmt: skip
+_EN_FREE = ("bound", "restricted", "limited", "constrained", "governed", "controlled", "obligated", "subject", "tied")
+_EN_LIMITS = (
+    "rules", "restrictions", "guidelines", "limitations", "limits", "constraints", "policies", "programming", "filters",
+    "filter", "censorship", "ethics", "morals", "boundaries", "content policy", "safety",
+)  # fmt: skip
+_EVIL_MODES = ("jailbreak", "jailbroken", "god", "dan", "evil", "unrestricted", "unfiltered", "uncensored", "chaos")
+_YOU_ARE = ("you are", "you re", "youre")
+
+_RULES: tuple[_Rule, ...] = (
+    # --- instruction_override -------------------------------------------------------------
+    _rule(_OVERRIDE, 0.9, _EN_OVERRIDE_VERBS,
+          rf" {_gap(4, _SELF)}{_alt(_EN_TEMPORAL)} {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
+    _rule(_OVERRIDE, 0.8, _EN_OVERRIDE_VERBS,
+          rf" (?:all |any |each |every )?(?:of )?(?:your|its|the system s) {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
+    _rule(_OVERRIDE, 0.7, ("do not", "don t", "dont", "stop", "no longer", "never"),
+          rf" (?:follow|following|obey|obeying) (?:your|the|any|those|these) {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
+    _rule(_OVERRIDE, 0.75, ("disregard", "ignore", "forget"),
+          r" (?:all |everything )?(?:of )?(?:the |that )?"
+          r"(?:above|you were told|you have been told|you ve been told)\b"),
+    _rule(_OVERRIDE, 0.85,  # Spanish
+          ("ignora", "ignore", "ignorar", "olvida", "olvide", "olvidate de", "omite", "descarta", "desobedece",
+           "no sigas", "deja de seguir", "haz caso omiso a", "haz caso omiso de"),
+          rf" {_gap(4, _SELF)}(?:instrucciones|instruccion|reglas|indicaciones|directrices|normas|ordenes"
+          r"|restricciones)\b"),
+    _rule(_OVERRIDE, 0.85,  # French
+          ("ignore", "ignores", "ignorez", "ignorer", "oublie", "oublies", "oubliez", "oublier",
+           "ne tiens pas compte de", "ne tiens pas compte des", "ne tenez pas compte de", "ne tenez pas compte des",
+           "fais abstraction de",
+           "fais abstraction des", "faites abstraction de", "faites abstraction des", "passe outre", "passez outre",
+           "outrepasse", "outrepassez"),
+          rf" {_gap(4, _SELF)}(?:instructions|instruction|regles|consignes|directives|indications|ordres"
+          r"|restrictions)\b"),
+    _rule(_OVERRIDE, 0.85,  # German
+          ("ignoriere", "ignorier", "ignorieren", "vergiss", "vergessen", "missachte", "missachten", "uberspringe",
+           "umgehe", "befolge nicht"),
+          rf" {_gap(4, _SELF)}(?:anweisungen|anweisung|instruktionen|regeln|vorgaben|befehle|richtlinien"
+          r"|einschrankungen|vorschriften)\b"),
+    _rule(_OVERRIDE, 0.85,  # Italian
+          ("ignora", "ignorare", "dimentica", "dimenticare", "trascura", "non seguire", "non rispettare"),
+          rf" {_gap(4, _SELF)}(?:istruzioni|regole|direttive|indicazioni|linee guida|restrizioni)\b"),
+    _rule(_OVERRIDE, 0.85,  # Portuguese
+          ("ignore", "ignora", "ignorar", "esqueca", "esquece", "esquecer", "desconsidere", "desconsidera", "nao siga",
+           "descarte"),
+          rf" {_gap(4, _SELF)}(?:instrucoes|instrucao|regras|diretrizes|orientacoes|restricoes|ordens)\b"),
+    # --- prompt_exfiltration --------------------------------------------------------------
+    _rule(_EXFIL, 0.9, _EN_EXFIL_VERBS,
+          rf" (?:me |us )?(?:out )?{_gap(3)}(?:your|the|its|this|that) {_gap(2)}{_alt(_EN_HIDDEN_PROMPT)}\b"),
+    _rule(_EXFIL, 0.6, ("what", "which"),
+          rf" (?:is|are|was|were|s) (?:your|the) {_gap(1)}{_alt(_EN_HIDDEN_PROMPT)}\b"),
+    _rule(_EXFIL, 0.8, ("repeat", "print", "output", "copy", "reproduce", "echo", "recite", "write out"),
+          rf" (?:back )?(?:all |the |everything |every )?{_gap(2)}(?:text|words|everything|content|instructions"
+          rf"|messages|message|lines|tokens) {_gap(2)}(?:above|before this|preceding|prior to this|so far"
+          r"|verbatim|word for word)\b"),
+    _rule(_EXFIL, 0.7, ("what",),
+          r" (?:(?:were|are) (?:your|the) (?:original |initial |exact |hidden |secret )?instructions"
+          r"|(?:instructions|rules) (?:were|have) you (?:been )?(?:given|told))\b"),
+    _rule(_EXFIL, 0.6, ("how",), r" (?:were|have) you (?:been )?(?:programmed|instructed|told) to\b"),
+    _rule(_EXFIL, 0.85,  # Spanish
+          ("muestra", "muestrame", "revela", "revelame", "imprime", "dime", "repite", "ensename", "escribe", "dame",
+           "cual es", "cuales son"),
+          rf" {_gap(3)}(?:prompt|mensaje|instrucciones|indicaciones) {_gap(2)}(?:del sistema|de sistema|iniciales"
+          r"|ocultas|originales|secretas)\b"),
+    _rule(_EXFIL, 0.85,  # French
+          ("montre", "montrez", "revele", "revelez", "affiche", "affichez", "donne", "donnez", "repete", "repetez",
+           "ecris", "ecrivez", "imprime", "imprimez", "dis", "dites", "quel est", "quelles sont"),
+          rf"(?: moi| nous)? {_gap(3)}(?:prompt|message|instructions|consignes) {_gap(2)}(?:systeme|initial"
+          r"|initiales|cache|caches|cachees|d origine|originales|secretes)\b"),
+    _rule(_EXFIL, 0.85,  # German
+          ("zeig", "zeige", "zeigen", "verrate", "verraten", "gib", "geben", "nenne", "wiederhole", "wiederholen",
+           "drucke", "schreib", "schreibe", "was ist", "was sind", "ausgeben"),
+          rf"(?: mir| uns)? {_gap(3)}(?:systemprompt|system prompt|systemnachricht|systemanweisungen|systemanweisung"
+          r"|systemvorgabe|anfangsanweisungen|ursprunglichen anweisungen|versteckten anweisungen"
+          r"|geheimen anweisungen)\b"),
+    _rule(_EXFIL, 0.85,  # Italian
+          ("mostra", "mostrami", "rivela", "rivelami", "stampa", "dimmi", "ripeti", "scrivi", "qual e", "quali sono"),
+          rf" {_gap(3)}(?:prompt|messaggio|istruzioni) {_gap(2)}(?:di sistema|del sistema|iniziali|nascoste"
+          r"|originali|segrete)\b"),
+    _rule(_EXFIL, 0.85,  # Portuguese
+          ("mostre", "mostra", "revele", "revela", "imprima", "diga", "repita", "escreva", "qual e", "quais sao"),
+          rf"(?: me)? {_gap(3)}(?:prompt|mensagem|instrucoes) {_gap(2)}(?:do sistema|de sistema|iniciais|ocultas"
+          r"|originais|secretas)\b"),
+    # --- roleplay_escape ------------------------------------------------------------------
+    _rule(_ROLEPLAY, 0.95, ("do anything now",), r"\b"),
+    _rule(_ROLEPLAY, 0.95, (*_YOU_ARE, "act as", "become", "pretend to be", "roleplay as"),
+          r" (?:now )?(?:a |an |the )?dan\b"),
+    _rule(_ROLEPLAY, 0.9, ("dan",), r" (?:prompt|jailbreak)\b"),
+    _rule(_ROLEPLAY, 0.85, _EVIL_MODES, r" mode\b"),
+    _rule(_ROLEPLAY, 0.85, ("developer",), r" mode (?:enabled|activated|output|response)\b"),
+    _rule(_ROLEPLAY, 0.85, (*_YOU_ARE, "act", "acting", "respond", "answer", "reply", "simulate", "stay"),
+          rf" {_gap(3)}(?:in|with) developer mode\b"),
+    _rule(_ROLEPLAY, 0.85, ("chatgpt",), r" with developer mode\b"),
+    _rule(_ROLEPLAY, 0.4, ("developer",), r" mode\b"),
+    _rule(_ROLEPLAY, 0.9, _YOU_ARE, rf" no longer {_gap(2)}{_alt(_EN_FREE)}\b"),
+    _rule(_ROLEPLAY, 0.85, (*_YOU_ARE, "you have been", "you ve been"),
+          rf" (?:now )?{_gap(2)}(?:free|freed|liberated|released|unshackled|unchained) {_gap(1)}(?:from|of) "
+          rf"{_gap(3)}{_alt(_EN_LIMITS)}\b"),
+    _rule(_ROLEPLAY, 0.8, ("pretend", "act", "behave", "respond", "roleplay", "role play", "answer", "reply"),
+          rf" {_gap(6)}(?:no|without|zero|free of|free from|unbound by|not bound by|unconstrained by) {_gap(3)}"
+          rf"{_alt(_EN_LIMITS)}\b"),
+    _rule(_ROLEPLAY, 0.85, ("act", "acting", "pretend", "roleplay", "behave", "become", "simulate"),
+          rf" {_gap(3)}(?:an? )?(?:unrestricted|unfiltered|uncensored|unaligned|amoral|unethical|evil|jailbroken) "
+          rf"{_gap(2)}(?:ai|assistant|model|chatbot|bot|llm|version|gpt|chatgpt)\b"),
+    # Spanish
+    _rule(_ROLEPLAY, 0.85, ("modo",), r" (?:dios|sin restricciones|sin filtros|dan|jailbreak|malvado)\b"),
+    _rule(_ROLEPLAY, 0.6, ("modo",), r" (?:de )?desarrollador\b"),
+    _rule(_ROLEPLAY, 0.9, ("ya no",),
+          rf" (?:estas|eres) {_gap(2)}(?:sujeto|sujeta|obligado|obligada|limitado|limitada|restringido|restringida"
+          r"|atado|atada|vinculado|vinculada)\b"),
+    _rule(_ROLEPLAY, 0.8, ("actua", "finge", "comportate", "responde"),
+          rf" {_gap(5)}(?:sin|libre de) {_gap(2)}(?:restricciones|reglas|filtros|limites|censura|etica|normas)\b"),
+    # French
+    _rule(_ROLEPLAY, 0.85, ("mode",), r" (?:dieu|dan|sans restrictions?|sans filtres?|sans limites?|jailbreak)\b"),
+    _rule(_ROLEPLAY, 0.6, ("mode",), r" (?:de )?developpeur\b"),
+    _rule(_ROLEPLAY, 0.9, ("tu n es", "vous n etes"),
+          rf" plus {_gap(2)}(?:lie|liee|lies|limite|limitee|soumis|soumise|tenu|tenue|oblige|obligee|contraint"
+          r"|contrainte|restreint|restreinte)\b"),
+    _rule(_ROLEPLAY, 0.8,
+          ("agis", "agissez", "fais semblant", "faites semblant", "comporte toi", "comportez vous", "reponds",
+           "repondez"),
+          rf" {_gap(5)}sans {_gap(2)}(?:restrictions?|regles|filtres?|limites?|censure|ethique)\b"),
+    # German
+    _rule(_ROLEPLAY, 0.85,
+          ("gottmodus", "jailbreakmodus", "dan modus", "jailbreak modus", "gott modus", "uneingeschrankter modus",
+           "unzensierter modus"),
+          r"\b"),
+    _rule(_ROLEPLAY, 0.6, ("entwicklermodus", "entwickler modus"), r"\b"),
+    _rule(_ROLEPLAY, 0.9, ("du bist",),
+          rf" {_gap(2)}nicht mehr {_gap(3)}(?:gebunden|eingeschrankt|beschrankt|verpflichtet|limitiert"
+          r"|unterworfen)\b"),
+    _rule(_ROLEPLAY, 0.8, ("tu so", "tue so", "verhalte dich", "antworte", "agiere", "handle"),
+          rf" {_gap(5)}ohne {_gap(2)}(?:einschrankungen|regeln|filter|grenzen|zensur|ethik|beschrankungen)\b"),
+    # Italian
+    _rule(_ROLEPLAY, 0.85, ("modalita",), r" (?:dio|dan|senza restrizioni|senza filtri|jailbreak)\b"),
+    _rule(_ROLEPLAY, 0.6, ("modalita sviluppatore",), r"\b"),
+    _rule(_ROLEPLAY, 0.9, ("non sei piu",),
+          rf" {_gap(2)}(?:vincolato|vincolata|limitato|limitata|obbligato|obbligata|soggetto|soggetta|legato"
+          r"|legata)\b"),
+    # Portuguese
+    _rule(_ROLEPLAY, 0.6, ("modo",), r" (?:de )?desenvolvedor\b"),
+    _rule(_ROLEPLAY, 0.9, ("voce nao",),
+          rf" (?:esta|e) mais {_gap(2)}(?:preso|presa|limitado|limitada|obrigado|obrigada|sujeito|sujeita|vinculado"
+          r"|vinculada|restrito|restrita)\b"),
+)  # fmt: skip
+
+
+def _index(rules: tuple[_Rule, ...]) -> dict[str, tuple[_Rule, ...]]:
+    by_anchor: dict[str, list[_Rule]] = {}
+    for rule in rules:
+        for anchor in rule.anchors:
+            by_anchor.setdefault(anchor, []).append(rule)
+    return {anchor: tuple(rs) for anchor, rs in by_anchor.items()}
+
+
+_BY_ANCHOR = _index(_RULES)
+_ANCHORS = frozenset(_BY_ANCHOR)
+_ANCHORS_ASCII = frozenset(a.encode("ascii") for a in _ANCHORS if a.isascii())
+
+
+def _hits(view: str, anchors: Iterable[str], wanted: frozenset[str]) -> list[tuple[_Rule, int, int]]:
+    """Try each rule of each anchor at every whole-word occurrence of that anchor."""
+    hits: list[tuple[_Rule, int, int]] = []
+    n = len(view)
+    for anchor in anchors:
+        rules = [r for r in _BY_ANCHOR[anchor] if r.category in wanted]
+        if not rules:
+            continue
+        size = len(anchor)
+        pos = view.find(anchor)
+        while pos != -1:
+            end = pos + size
+            if (pos == 0 or view[pos - 1] == " ") and (end == n or view[end] == " "):
+                for rule in rules:
+                    m = rule.pattern.match(view, pos)
+                    if m is not None:
+                        hits.append((rule, pos, m.end()))
+            pos = view.find(anchor, end)
+    return hits
+
+
+def _scan(text: str, wanted: frozenset[str]) -> tuple[list[tuple[_Rule, int, int]], str]:
+    view = normalize(text)
+    if text.isascii():
+        present = [a.decode("ascii") for a in _ANCHORS_ASCII.intersection(view.encode("ascii").split())]
+    else:
+        present = list(_ANCHORS.intersection(view.split(" ")))
+    return (_hits(view, present, wanted) if present else []), view
+
+
+def _findings(source: str, view: str, hits: list[tuple[_Rule, int, int]], leet: bool) -> list[Finding]:
+    if source.isascii():
+        origin: list[int] | None = None
+    else:
+        view, origin = normalize_with_map(source)
+    kept: list[tuple[Finding, int]] = []  # (finding, end offset in the view)
+    for rule, s, e in sorted(hits, key=lambda h: (h[1], -h[0].weight)):
+        if any(f.kind == rule.category and s < view_end for f, view_end in kept):
+            continue  # overlaps an earlier (or equally early, stronger) finding of the same category
+        snippet = " ".join(view[s:e].split())
+        if len(snippet) > 60:
+            snippet = snippet[:57] + "..."
+        score = round(rule.weight * (0.95 if leet else 1.0), 4)
+        start, end = (s, e) if origin is None else (origin[s], origin[e - 1] + 1)
+        kept.append((Finding(rule.category, start, end, score, f"{rule.category}: {snippet!r}"), e))
+    return [f for f, _ in kept]
+
+
+def find_jailbreak(text: str, categories: Collection[str] | None = None) -> list[Finding]:
+    """Jailbreak phrasing in `text`, sorted by offset; `categories` limits the search (all by default)."""
+    wanted = check_kinds(categories, JAILBREAK_CATEGORIES, "jailbreak category")
+    hits, view = _scan(text, wanted)
+    if hits:
+        return _findings(text, view, hits, leet=False)
+    if _LEET_HINT.search(text):
+        source = text.translate(_LEET)
+        hits, view = _scan(source, wanted)
+        if hits:
+            return _findings(source, view, hits, leet=True)
+    return []
