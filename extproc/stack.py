@@ -105,17 +105,7 @@ class Stack:
                     deadline, f"demo upstream {upstream.cluster}", partial(port_open, upstream.host, upstream.port)
                 )
 
-        env = {
-            "VSR_POLICY_PATH": str(cfg.policy),
-            "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
-            "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
-            **cfg.env,
-        }
-        cmd = [python, "-m", "extproc"]
-        if cfg.settings_file is not None:
-            cmd += ["--settings", str(cfg.settings_file)]
-        self._spawn("extproc", [*cmd, "serve"], env)
-        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+        self.start_server(deadline)
 
         if cfg.envoy_config is not None:
             config_path = cfg.envoy_config
@@ -138,6 +128,22 @@ class Stack:
         )
         self._wait(deadline, "Envoy /ready", self.envoy_ready)
         self._wait(deadline, "Envoy's health check of the ext_proc cluster", self.ext_proc_healthy)
+
+    def start_server(self, deadline: float | None = None) -> None:
+        """Start the ext_proc server and wait for gRPC health SERVING (also to restart it)."""
+        cfg = self.config
+        deadline = deadline if deadline is not None else time.monotonic() + cfg.start_timeout_s
+        env = {
+            "VSR_POLICY_PATH": str(cfg.policy),
+            "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
+            "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
+            **cfg.env,
+        }
+        cmd = [sys.executable, "-m", "extproc"]
+        if cfg.settings_file is not None:
+            cmd += ["--settings", str(cfg.settings_file)]
+        self._spawn("extproc", [*cmd, "serve"], env)
+        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
 
     def stop(self) -> None:
         """Envoy first, then the server (SIGTERM: it drains), then the upstreams."""

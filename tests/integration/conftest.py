@@ -1,0 +1,52 @@
+"""A real stack on free loopback ports: demo upstreams, `extproc serve`, Envoy from the wheel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from extproc.envoy_config import EnvoyOptions, upstreams_from_policy
+from extproc.stack import Stack, StackConfig, free_port
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY = REPO / "policies" / "default.yaml"
+
+
+def stack_config(**env: str) -> StackConfig:
+    return StackConfig(
+        policy=POLICY,
+        envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
+        upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(POLICY)},
+        env={"VSR_SERVER__DEBUG_HEADERS": "true", "VSR_LOGGING__LEVEL": "WARNING", **env},
+        stream_delay_ms=30.0,
+        start_timeout_s=180.0,
+    )
+
+
+class LoggedStack(Stack):
+    """A stack that keeps its children's output, shown when a test fails."""
+
+    def __init__(self, config: StackConfig) -> None:
+        self.lines: list[str] = []
+        super().__init__(config, sink=self.lines.append)
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LoggedStack]:
+    running = LoggedStack(stack_config())
+    try:
+        running.start()
+    except Exception:
+        print("\n".join(running.lines[-60:]))
+        raise
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def policy_models() -> dict[str, dict[str, str]]:
+    data = yaml.safe_load(POLICY.read_text())
+    return {m["name"]: m for m in data["models"]}
