@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 
@@ -70,3 +70,34 @@ def drop_overlaps(findings: list[Finding], priority: dict[str, int]) -> list[Fin
         starts.insert(i, f.start)
         kept.insert(i, f)
     return kept
+
+
+# Signals scan at most this many characters of a request's text (256 Ki characters).
+MAX_SCAN_CHARS = 256 * 1024
+
+
+def join_bounded(texts: Iterable[str], limit: int = MAX_SCAN_CHARS, sep: str = "\n\n") -> tuple[str, int]:
+    """Join `texts` with `sep`, keeping at most `limit` characters.
+
+    Returns (text, total) where `total` is the length the full join would have had, so a
+    caller can say when (and how much) it truncated.
+    """
+    parts: list[str] = []
+    size = 0
+    total = 0
+    for i, t in enumerate(texts):
+        piece = t if i == 0 else sep + t
+        total += len(piece)
+        if size < limit:
+            if size + len(piece) > limit:
+                piece = piece[: limit - size]
+            parts.append(piece)
+            size += len(piece)
+    return "".join(parts), total
+
+
+def truncation_note(scanned: int, total: int) -> tuple[str, ...]:
+    """An evidence line saying the scan was truncated, or nothing."""
+    if total > scanned:
+        return (f"truncated: scanned the first {scanned} of {total} characters",)
+    return ()

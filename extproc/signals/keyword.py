@@ -1,0 +1,120 @@
+"""Keyword signal: literal words or regular expressions in the selected roles' text.
+
+All keywords are compiled into one alternation at policy load. A message with none of them
+costs one regex scan. When the combined scan finds something, keywords it did not report
+(an alternation reports one keyword per position, so "machine learning" can hide
+"machine") are checked one by one: the extra work only happens on matching messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from extproc.detectors.common import join_bounded, truncation_note
+from extproc.protocol.request import RoutingRequest
+from extproc.signals.base import Evaluation, Signal, TextSignalSpec
+
+_MAX_EVIDENCE = 20
+
+
+class KeywordSpec(TextSignalSpec):
+    type: Literal["keyword"]
+    keywords: list[str] = Field(min_length=1)
+    mode: Literal["any", "all", "none"] = "any"
+    whole_word: bool = True
+    case_sensitive: bool = False
+    regex: bool = False  # keywords are regular expressions (Python `re` syntax)
+
+    @model_validator(mode="after")
+    def _check_keywords(self) -> KeywordSpec:
+        seen: set[str] = set()
+        for i, kw in enumerate(self.keywords):
+            if not kw:
+                raise ValueError(f"keywords[{i}] is empty")
+            if kw in seen:
+                raise ValueError(f"keywords[{i}] {kw!r} is listed twice")
+            seen.add(kw)
+            if self.regex:
+                try:
+                    compiled = re.compile(kw)
+                except re.error as exc:
+                    raise ValueError(f"keywords[{i}] {kw!r} is not a valid regular expression: {exc}") from exc
+                if compiled.fullmatch("") is not None:
+                    raise ValueError(f"keywords[{i}] {kw!r} matches the empty string, so it would match any text")
+        return self
+
+
+def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
+    body = kw if spec.regex else re.escape(kw)
+    if not spec.whole_word:
+        return f"(?:{body})"
+    if spec.regex:
+        return rf"(?<!\w)(?:{body})(?!\w)"
+    # A literal keyword only needs a boundary on the sides that are word characters ("c++", ".net").
+    head = r"(?<!\w)" if (kw[0].isalnum() or kw[0] == "_") else ""
+    tail = r"(?!\w)" if (kw[-1].isalnum() or kw[-1] == "_") else ""
+    return f"{head}{body}{tail}"
+
+
+class KeywordSignal(Signal):
+    inline = True
+
+    def __init__(self, spec: KeywordSpec) -> None:
+        super().__init__(spec)
+        self.kspec = spec
+        flags = 0 if spec.case_sensitive else re.IGNORECASE
+        self._keywords = tuple(spec.keywords)
+        self._each = tuple(re.compile(_keyword_pattern(kw, spec), flags) for kw in spec.keywords)
+        self._combined: re.Pattern[str] | None = None
+        # Numbered groups or back-references in user regexes would be renumbered inside one
+        # alternation: those policies use the per-keyword patterns only.
+        if not any(p.groups for p in self._each):
+            alternation = "|".join(f"(?P<k{i}>{_keyword_pattern(kw, spec)})" for i, kw in enumerate(spec.keywords))
+            try:
+                self._combined = re.compile(alternation, flags)
+            except re.error:  # e.g. an inline global flag inside one keyword
+                self._combined = None
+
+    def known_labels(self) -> frozenset[str]:
+        return frozenset(self._keywords)
+
+    def found(self, text: str) -> list[str]:
+        """The keywords present in `text`, in policy order."""
+        hit = [False] * len(self._keywords)
+        if self._combined is not None:
+            any_hit = False
+            for m in self._combined.finditer(text):
+                group = m.lastgroup
+                if group is not None:
+                    hit[int(group[1:])] = True
+                    any_hit = True
+            if not any_hit:
+                return []
+        for i, pattern in enumerate(self._each):
+            if not hit[i] and pattern.search(text) is not None:
+                hit[i] = True
+        return [kw for kw, h in zip(self._keywords, hit, strict=True) if h]
+
+    def compute(self, request: RoutingRequest) -> Evaluation:
+        text, total = join_bounded(s.text for s in request.iter_text(self.kspec.roles))
+        found = self.found(text) if text else []
+        fraction = len(found) / len(self._keywords)
+        mode = self.kspec.mode
+        if mode == "any":
+            matched, score = bool(found), fraction
+        elif mode == "all":
+            matched, score = len(found) == len(self._keywords), fraction
+        else:
+            matched, score = not found, 1.0 - fraction
+        evidence = tuple(f"keyword {kw!r}" for kw in found[:_MAX_EVIDENCE])
+        if len(found) > _MAX_EVIDENCE:
+            evidence += (f"... and {len(found) - _MAX_EVIDENCE} more",)
+        return Evaluation(
+            matched=matched,
+            score=score,
+            labels={kw: 1.0 for kw in found},
+            evidence=evidence + truncation_note(len(text), total),
+        )
