@@ -23,6 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
     parser.add_argument("--out-dir", type=Path, default=Path("envoy"), help="where to write (default: envoy/)")
     parser.add_argument("--stdout", action="store_true", help="print envoy.yaml instead of writing files")
+    parser.add_argument(
+        "--deploy", action="store_true", help="also write docker/envoy.yaml and docker/k8s/envoy-configmap.yaml"
+    )
     parser.add_argument("--check", action="store_true", help="fail if the files differ from a fresh render")
     parser.add_argument("--validate", action="store_true", help="run `envoy --mode validate` on the result")
     parser.add_argument(
@@ -98,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
         for path, text in files.items():
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
+        if args.deploy:
+            from extproc.deploy import write_all
+
+            for path in write_all():
+                print(f"wrote {path}")
     if args.validate:
         with tempfile.TemporaryDirectory() as tmp:
             target = args.out_dir / FULL_NAME if not args.check else Path(tmp) / FULL_NAME
