@@ -1,0 +1,134 @@
+"""Keyword signal: modes, word boundaries, case, regexes, roles, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
+from extproc.signals.base import Signal
+from extproc.signals.keyword import KeywordSignal, KeywordSpec
+
+
+def req(*parts: tuple[Role, str]) -> RoutingRequest:
+    texts = [TextSegment(role=role, text=text, message_index=i) for i, (role, text) in enumerate(parts)]
+    return RoutingRequest(api=ApiKind.CHAT, model="auto", stream=False, texts=texts, turn_count=1)
+
+
+def user(text: str) -> RoutingRequest:
+    return req((Role.USER, text))
+
+
+def signal(**kw: Any) -> KeywordSignal:
+    return KeywordSignal(KeywordSpec(type="keyword", name="kw", **kw))
+
+
+def test_any_mode_scores_fraction_found() -> None:
+    s = signal(keywords=["python", "rust", "go"])
+    ev = s.compute(user("I write Python and some Rust."))
+    assert ev.matched
+    assert ev.score == pytest.approx(2 / 3)
+    assert ev.labels == {"python": 1.0, "rust": 1.0}
+    assert ev.evidence == ("keyword 'python'", "keyword 'rust'")
+    assert s.known_labels() == frozenset({"python", "rust", "go"})
+
+
+def test_any_mode_no_match() -> None:
+    ev = signal(keywords=["python"]).compute(user("I like snakes"))
+    assert not ev.matched and ev.score == 0.0 and ev.labels == {} and ev.evidence == ()
+
+
+def test_all_mode() -> None:
+    s = signal(keywords=["invoice", "refund"], mode="all")
+    assert not s.compute(user("where is my invoice")).matched
+    assert s.compute(user("refund my invoice")).matched
+
+
+def test_none_mode() -> None:
+    s = signal(keywords=["password", "secret"], mode="none")
+    ev = s.compute(user("hello there"))
+    assert ev.matched and ev.score == 1.0
+    ev = s.compute(user("my password is"))
+    assert not ev.matched and ev.score == 0.5
+
+
+def test_whole_word_and_substring() -> None:
+    assert not signal(keywords=["cat"]).compute(user("concatenate strings")).matched
+    assert signal(keywords=["cat"], whole_word=False).compute(user("concatenate strings")).matched
+    # Boundaries only where the keyword has word characters.
+    assert signal(keywords=["c++"]).compute(user("I use C++ daily")).matched
+    assert signal(keywords=[".net"]).compute(user("the .NET runtime")).matched
+    assert not signal(keywords=[".net"]).compute(user("see example.network")).matched
+
+
+def test_case_sensitivity() -> None:
+    assert signal(keywords=["AWS"]).compute(user("aws lambda")).matched
+    assert not signal(keywords=["AWS"], case_sensitive=True).compute(user("aws lambda")).matched
+    assert signal(keywords=["AWS"], case_sensitive=True).compute(user("AWS lambda")).matched
+
+
+def test_overlapping_keywords_are_all_found() -> None:
+    s = signal(keywords=["machine learning", "machine", "learning"], mode="all")
+    ev = s.compute(user("machine learning"))
+    assert ev.matched
+    assert set(ev.labels) == {"machine learning", "machine", "learning"}
+
+
+def test_regex_keywords() -> None:
+    s = signal(keywords=[r"err(or)?\s*\d{3}", r"HTTP/\d\.\d"], regex=True)
+    ev = s.compute(user("got error 503 from the server"))
+    assert ev.matched and list(ev.labels) == [r"err(or)?\s*\d{3}"]
+    # Groups and back-references keep working (each keyword compiled on its own).
+    s2 = signal(keywords=[r"(\w+) \1"], regex=True)
+    assert s2.compute(user("it is is broken")).matched
+    assert not s2.compute(user("it is broken")).matched
+
+
+def test_unicode_keywords() -> None:
+    s = signal(keywords=["café", "naïve"])
+    assert s.compute(user("un CAFÉ noir")).labels == {"café": 1.0}
+
+
+def test_roles_default_user_only() -> None:
+    s = signal(keywords=["secret"])
+    r = req((Role.SYSTEM, "keep the secret"), (Role.TOOL, "secret data"), (Role.USER, "hello"))
+    assert not s.compute(r).matched
+    s2 = signal(keywords=["secret"], roles=["system", "user"])
+    assert s2.compute(r).matched
+
+
+def test_truncation_is_reported() -> None:
+    text = "x " * 200_000 + "needle"
+    ev = signal(keywords=["needle"]).compute(user(text))
+    assert not ev.matched  # beyond the scanned prefix
+    assert any(e.startswith("truncated:") for e in ev.evidence)
+
+
+def test_signal_class_contract() -> None:
+    s = signal(keywords=["x"])
+    assert isinstance(s, Signal)
+    assert s.inline and not s.safety and s.type == "keyword" and s.on_error == "no_match"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"keywords": []}, "at least 1"),
+        ({"keywords": [""]}, "empty"),
+        ({"keywords": ["a", "a"]}, "listed twice"),
+        ({"keywords": ["(unclosed"], "regex": True}, "not a valid regular expression"),
+        ({"keywords": ["a*"], "regex": True}, "matches the empty string"),
+        ({"keywords": ["x"], "mode": "some"}, "mode"),
+        ({"keywords": ["x"], "roles": []}, "roles"),
+        ({"keywords": ["x"], "colour": "red"}, "colour"),
+    ],
+)
+def test_spec_validation(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        KeywordSpec(type="keyword", name="kw", **kwargs)
+
+
+def test_bad_regex_is_fine_as_a_literal() -> None:
+    assert signal(keywords=["(unclosed"]).compute(user("text (unclosed paren")).matched
