@@ -1,9 +1,13 @@
 """Keyword signal: literal words or regular expressions in the selected roles' text.
 
-All keywords are compiled into one alternation at policy load. A message with none of them
-costs one regex scan. When the combined scan finds something, keywords it did not report
-(an alternation reports one keyword per position, so "machine learning" can hide
-"machine") are checked one by one: the extra work only happens on matching messages.
+Literal keywords: each is first looked for as a plain substring (C speed; case-folded text
+when case-insensitive), and only a keyword that occurs is checked against its compiled
+word-boundary pattern, so a message costs a few substring searches.
+
+Regex keywords are compiled into one alternation at policy load: a message with none of
+them costs one scan. When that scan finds something, keywords it did not report (an
+alternation reports one keyword per position, so "machine learning" can hide "machine")
+are checked one by one: the extra work only happens on matching messages.
 """
 
 from __future__ import annotations
@@ -65,13 +69,16 @@ class KeywordSignal(Signal):
     def __init__(self, spec: KeywordSpec) -> None:
         super().__init__(spec)
         self.kspec = spec
-        flags = 0 if spec.case_sensitive else re.IGNORECASE
         self._keywords = tuple(spec.keywords)
-        self._each = tuple(re.compile(_keyword_pattern(kw, spec), flags) for kw in spec.keywords)
+        self._fold = not spec.case_sensitive and not spec.regex  # literal, case-insensitive: fold the text
+        flags = re.IGNORECASE if (spec.regex and not spec.case_sensitive) else 0
+        needles = [kw.casefold() if self._fold else kw for kw in spec.keywords]
+        self._needles: tuple[str, ...] | None = None if spec.regex else tuple(needles)
+        self._each = tuple(re.compile(_keyword_pattern(n, spec), flags) for n in needles)
         self._combined: re.Pattern[str] | None = None
         # Numbered groups or back-references in user regexes would be renumbered inside one
         # alternation: those policies use the per-keyword patterns only.
-        if not any(p.groups for p in self._each):
+        if spec.regex and not any(p.groups for p in self._each):
             alternation = "|".join(f"(?P<k{i}>{_keyword_pattern(kw, spec)})" for i, kw in enumerate(spec.keywords))
             try:
                 self._combined = re.compile(alternation, flags)
@@ -83,6 +90,13 @@ class KeywordSignal(Signal):
 
     def found(self, text: str) -> list[str]:
         """The keywords present in `text`, in policy order."""
+        if self._needles is not None:
+            haystack = text.casefold() if self._fold else text
+            return [
+                kw
+                for kw, needle, pattern in zip(self._keywords, self._needles, self._each, strict=True)
+                if needle in haystack and pattern.search(haystack) is not None
+            ]
         hit = [False] * len(self._keywords)
         if self._combined is not None:
             any_hit = False

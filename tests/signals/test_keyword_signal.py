@@ -132,3 +132,8 @@ def test_spec_validation(kwargs: dict[str, Any], message: str) -> None:
 
 def test_bad_regex_is_fine_as_a_literal() -> None:
     assert signal(keywords=["(unclosed"]).compute(user("text (unclosed paren")).matched
+
+
+def test_case_folding_beyond_ascii() -> None:
+    assert signal(keywords=["straße"]).compute(user("STRASSE gesperrt")).matched
+    assert not signal(keywords=["straße"], case_sensitive=True).compute(user("STRASSE gesperrt")).matched
