@@ -115,8 +115,7 @@ class ParityReport:
         )
         verdict = "PASS" if self.passed else "FAIL: " + "; ".join(self.failures())
         lines.append(
-            f"{verdict} (required: min cosine >= {self.min_cosine_required}, "
-            f"pixel diff <= {self.pixel_tolerance:g})"
+            f"{verdict} (required: min cosine >= {self.min_cosine_required}, pixel diff <= {self.pixel_tolerance:g})"
         )
         return "\n".join(lines)
 

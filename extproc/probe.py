@@ -170,9 +170,7 @@ def rank_rows(
         others = [k for k in range(len(labels)) if k != j]
         inversions = sum(1 for k in others if probs[k] >= probs[j])
         top = max(range(len(labels)), key=lambda k: (probs[k], k != j))
-        rows.append(
-            ProbeRow(name, want, labels[top], float(probs[j]), float(probs[top]), inversions + 1, inversions)
-        )
+        rows.append(ProbeRow(name, want, labels[top], float(probs[j]), float(probs[top]), inversions + 1, inversions))
     return rows
 
 

@@ -8,6 +8,7 @@ checkpoint (weights, the pooling head, logit scale and bias, tokenizer, processo
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,6 +48,7 @@ def run_pull(args: argparse.Namespace) -> int:
     from extproc.models.siglip import CheckpointError, inspect_checkpoint
 
     target = target_dir(args.dir, args.name)
+    existed = target.exists()
     try:
         from huggingface_hub import snapshot_download
     except ImportError:
@@ -57,6 +59,8 @@ def run_pull(args: argparse.Namespace) -> int:
             repo_id=args.name, revision=args.revision, local_dir=str(target), allow_patterns=PULL_PATTERNS
         )
     except Exception as exc:  # offline mode, no network, unknown repo, auth: all end here
+        if not existed:
+            shutil.rmtree(target, ignore_errors=True)  # leave no half-made checkpoint behind
         print(
             f"models pull: could not download {args.name!r} from the Hugging Face Hub "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}).\n"

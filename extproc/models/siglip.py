@@ -179,7 +179,8 @@ class LRUCache:
 def _normalise(x: npt.NDArray[Any]) -> Embeddings:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    return (x / np.maximum(norms, 1e-12)).astype(np.float32)
+    out: Embeddings = (x / np.maximum(norms, 1e-12)).astype(np.float32)
+    return out
 
 
 class VisionEncoder:

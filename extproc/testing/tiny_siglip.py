@@ -72,7 +72,7 @@ def _siglip2_tokenizer(directory: Path, max_length: int) -> Any:
     bpe.pre_tokenizer = pre_tokenizers.Split(pattern="▁", behavior="merged_with_next")
     bpe.train_from_iterator(_CORPUS * 4, trainers.BpeTrainer(vocab_size=200, special_tokens=special))
     state = json.loads(bpe.to_str())["model"]
-    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in state["merges"]]
+    merges: Any = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in state["merges"]]
     tokenizer = Siglip2Tokenizer(vocab=state["vocab"], merges=merges, model_max_length=max_length)
     tokenizer.save_pretrained(str(directory))
     return tokenizer
@@ -116,11 +116,19 @@ def build_tiny_siglip(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = _siglip_tokenizer(directory, text_length)
-    tower = {"hidden_size": hidden_size, "intermediate_size": hidden_size * 2, "num_hidden_layers": layers,
-             "num_attention_heads": 4}
+    tower = {
+        "hidden_size": hidden_size,
+        "intermediate_size": hidden_size * 2,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+    }
     config = SiglipConfig(
-        text_config={**tower, "vocab_size": len(tokenizer), "max_position_embeddings": text_length,
-                     **_token_ids(tokenizer)},
+        text_config={
+            **tower,
+            "vocab_size": len(tokenizer),
+            "max_position_embeddings": text_length,
+            **_token_ids(tokenizer),
+        },
         vision_config={**tower, "image_size": image_size, "patch_size": patch_size},
     )
     torch.manual_seed(seed)
@@ -149,17 +157,26 @@ def build_tiny_siglip2(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     tokenizer = _siglip2_tokenizer(directory, text_length)
-    tower = {"hidden_size": hidden_size, "intermediate_size": hidden_size * 2, "num_hidden_layers": layers,
-             "num_attention_heads": 4}
+    tower = {
+        "hidden_size": hidden_size,
+        "intermediate_size": hidden_size * 2,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+    }
     config = Siglip2Config(
-        text_config={**tower, "vocab_size": len(tokenizer), "max_position_embeddings": text_length,
-                     **_token_ids(tokenizer)},
+        text_config={
+            **tower,
+            "vocab_size": len(tokenizer),
+            "max_position_embeddings": text_length,
+            **_token_ids(tokenizer),
+        },
         vision_config={**tower, "num_patches": max_num_patches, "patch_size": patch_size},
     )
     torch.manual_seed(seed)
     _finish(Siglip2Model(config), directory, seed, logit_scale, logit_bias)
-    Siglip2ImageProcessorPil(patch_size=patch_size, max_num_patches=max_num_patches,
-                             resample=2).save_pretrained(str(directory))
+    Siglip2ImageProcessorPil(patch_size=patch_size, max_num_patches=max_num_patches, resample=2).save_pretrained(
+        str(directory)
+    )
     return directory
 
 

@@ -53,8 +53,10 @@ def _spec(**fields: Any) -> ImageLabelsSpec:
 
 
 def test_spec_validation() -> None:
-    spec = _spec(labels={"chest_xray": [], "passport": ["a passport", "a passport photo page"]},
-                 templates=["a photo of {}.", "{}"])
+    spec = _spec(
+        labels={"chest_xray": [], "passport": ["a passport", "a passport photo page"]},
+        templates=["a photo of {}.", "{}"],
+    )
     assert spec.prompts("chest_xray") == ["a photo of chest xray.", "chest xray"]
     assert spec.prompts("passport")[1] == "a passport"
     with pytest.raises(ValidationError, match="exactly once"):

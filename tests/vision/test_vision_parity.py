@@ -39,7 +39,10 @@ def test_parity_passes_on_the_corpus(
     any_model_dir: Path, corpus_dir: Path, references: dict[Path, ReferencePath], precision: str
 ) -> None:
     report = run_parity(
-        any_model_dir, corpus_dir, precision=precision, reference=references[any_model_dir]  # type: ignore[arg-type]
+        any_model_dir,
+        corpus_dir,
+        precision=precision,
+        reference=references[any_model_dir],  # type: ignore[arg-type]
     )
     assert report.passed, report.format()
     assert report.count_at_threshold == len(report.rows) >= 20
@@ -78,13 +81,15 @@ def test_cli_exit_codes(siglip_dir: Path, corpus_dir: Path, capsys: pytest.Captu
     assert cli_main(["parity", "--model", str(siglip_dir / "nope"), "--images", str(corpus_dir)]) == 2
 
 
-def test_models_pull_fails_clearly_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_models_pull_fails_clearly_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     code = cli_main(["models", "pull", "google/siglip-base-patch16-224", "--dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
     assert "could not download" in err and "needs internet access" in err
+    assert not any(tmp_path.iterdir())  # nothing half-made left behind
 
 
 def test_models_check(siglip_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -73,8 +73,17 @@ def test_naflex_size_matches_transformers_rule() -> None:
         assert (ours[0] // patch) * (ours[1] // patch) <= budget
 
 
-@pytest.mark.parametrize("name", ["chelsea_rgba.png", "rocket_cmyk.jpg", "coffee_palette_transparent.gif",
-                                  "camera_la.png", "astronaut_tiny.png", "rocket_strip.png"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "chelsea_rgba.png",
+        "rocket_cmyk.jpg",
+        "coffee_palette_transparent.gif",
+        "camera_la.png",
+        "astronaut_tiny.png",
+        "rocket_strip.png",
+    ],
+)
 def test_pixels_identical_to_reference_processor(any_model_dir: Path, corpus_dir: Path, name: str) -> None:
     ref = ReferencePath(any_model_dir)
     ours = Preprocessor(PreprocessConfig.from_dir(any_model_dir))(ReferencePath.open(corpus_dir / name))

@@ -40,8 +40,7 @@ def test_probe_file_validation(tmp_path: Path) -> None:
     image = tmp_path / "x.png"
     image.write_bytes(b"")
     good = (
-        "verticals: {medical: {xray: [a chest x-ray]}, everyday: {car: []}}\n"
-        "images: [{file: x.png, expected: xray}]\n"
+        "verticals: {medical: {xray: [a chest x-ray]}, everyday: {car: []}}\nimages: [{file: x.png, expected: xray}]\n"
     )
     (tmp_path / "p.yaml").write_text(good)
     probe = Probe.load(tmp_path / "p.yaml")
