@@ -8,10 +8,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from extproc.models.executor import HeavyExecutor  # noqa: E402
-from extproc.models.registry import ModelRegistry  # noqa: E402
-from extproc.settings import Settings  # noqa: E402
-from extproc.signals.base import BuildContext  # noqa: E402
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
 
 
 @pytest.fixture

@@ -44,30 +44,47 @@ TWO = policy(
 async def test_highest_priority_match_wins_and_trace_covers_every_decision() -> None:
     router = make_router(TWO)
     outcome = await router.route(chat())
-    assert (outcome.action, outcome.decision, outcome.model.name if outcome.model else None) == ("route", "high", "big-text")
+    assert (outcome.action, outcome.decision, outcome.model.name if outcome.model else None) == (
+        "route",
+        "high",
+        "big-text",
+    )
     assert [(t.name, t.value) for t in outcome.trace] == [("high", Tri.TRUE), ("low", Tri.TRUE), ("general", Tri.FALSE)]
     assert outcome.matched_signals() == ["hi", "lo"]
 
 
 async def test_default_when_nothing_matches_and_first_failed_leaf_is_named() -> None:
-    router = make_router(TWO.replace("{name: hi, type: fake}", "{name: hi, type: fake, behaviour: no_match}").replace(
-        "{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}"))
+    router = make_router(
+        TWO.replace("{name: hi, type: fake}", "{name: hi, type: fake, behaviour: no_match}").replace(
+            "{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}"
+        )
+    )
     outcome = await router.route(chat())
     assert outcome.decision == "general" and outcome.model is not None and outcome.model.name == "text-model"
     assert outcome.trace[0].blame == "hi" and outcome.trace[0].value is Tri.FALSE
 
 
 async def test_capability_fallback_skips_text_only_models_for_images() -> None:
-    router = make_router(TWO.replace("behaviour", "x") if False else policy("  - {name: x, type: fake, behaviour: no_match}\n",
-        "  - {name: never, priority: 1, when: {signal: x}, action: {type: route, models: [big-text]}}\n"))
+    router = make_router(
+        TWO.replace("behaviour", "x")
+        if False
+        else policy(
+            "  - {name: x, type: fake, behaviour: no_match}\n",
+            "  - {name: never, priority: 1, when: {signal: x}, action: {type: route, models: [big-text]}}\n",
+        )
+    )
     outcome = await router.route(json.dumps(chat_with_images(data_uri(image_bytes()))).encode())
     assert outcome.model is not None and outcome.model.name == "vlm"
     assert any("text-only" in n for n in outcome.notes)
 
 
 async def test_no_capable_model_is_a_clear_400() -> None:
-    router = make_router(policy("  - {name: any_request, type: fake}\n",
-        "  - {name: text_only, priority: 1, when: {signal: any_request}, action: {type: route, models: [text-model, big-text]}}\n"))
+    router = make_router(
+        policy(
+            "  - {name: any_request, type: fake}\n",
+            "  - {name: text_only, priority: 1, when: {signal: any_request}, action: {type: route, models: [text-model, big-text]}}\n",
+        )
+    )
     outcome = await router.route(json.dumps(chat_with_images(data_uri(image_bytes()))).encode())
     assert outcome.action == "error" and outcome.status == 400
     reply = outcome.immediate_response()
@@ -77,18 +94,25 @@ async def test_no_capable_model_is_a_clear_400() -> None:
 
 
 async def test_context_window_is_respected() -> None:
-    router = make_router(policy("  - {name: x, type: fake, behaviour: no_match}\n",
-        "  - {name: never, priority: 1, when: {signal: x}, action: {type: route, models: [vlm]}}\n",
-        default="{type: route, models: [text-model, big-text]}"))
+    router = make_router(
+        policy(
+            "  - {name: x, type: fake, behaviour: no_match}\n",
+            "  - {name: never, priority: 1, when: {signal: x}, action: {type: route, models: [vlm]}}\n",
+            default="{type: route, models: [text-model, big-text]}",
+        )
+    )
     outcome = await router.route(chat("word " * 400))  # ~500 tokens > text-model's 100
     assert outcome.model is not None and outcome.model.name == "big-text"
     assert any("window" in n for n in outcome.notes)
 
 
 async def test_slow_signal_times_out_and_is_unknown_not_false() -> None:
-    router = make_router(policy(
-        "  - {name: slow, type: fake, delay_ms: 5000}\n  - {name: fast, type: fake}\n",
-        "  - {name: not_slow, priority: 2, when: {all: [{signal: fast}, {not: {signal: slow}}]}, action: {type: route, models: [big-text]}}\n"))
+    router = make_router(
+        policy(
+            "  - {name: slow, type: fake, delay_ms: 5000}\n  - {name: fast, type: fake}\n",
+            "  - {name: not_slow, priority: 2, when: {all: [{signal: fast}, {not: {signal: slow}}]}, action: {type: route, models: [big-text]}}\n",
+        )
+    )
     outcome = await router.route(chat())
     slow = next(s for s in outcome.signals if s.name == "slow")
     assert slow.status is SignalStatus.TIMEOUT and not slow.known
@@ -98,8 +122,12 @@ async def test_slow_signal_times_out_and_is_unknown_not_false() -> None:
 
 
 async def test_failing_signal_is_an_error_result_and_routing_fails_open() -> None:
-    router = make_router(policy("  - {name: broken, type: fake, behaviour: raise}\n",
-        "  - {name: needs_broken, priority: 1, when: {signal: broken}, action: {type: route, models: [big-text]}}\n"))
+    router = make_router(
+        policy(
+            "  - {name: broken, type: fake, behaviour: raise}\n",
+            "  - {name: needs_broken, priority: 1, when: {signal: broken}, action: {type: route, models: [big-text]}}\n",
+        )
+    )
     outcome = await router.route(chat())
     broken = outcome.signals[0]
     assert broken.status is SignalStatus.ERROR and "fake signal failure" in (broken.error or "")
@@ -107,26 +135,36 @@ async def test_failing_signal_is_an_error_result_and_routing_fails_open() -> Non
 
 
 async def test_safety_signal_fails_closed_by_default() -> None:
-    router = make_router(policy("  - {name: guard, type: fake_safety, behaviour: raise}\n",
-        "  - {name: blocked, priority: 1, when: {signal: guard}, action: {type: reject, status: 403, message: denied}}\n"))
+    router = make_router(
+        policy(
+            "  - {name: guard, type: fake_safety, behaviour: raise}\n",
+            "  - {name: blocked, priority: 1, when: {signal: guard}, action: {type: reject, status: 403, message: denied}}\n",
+        )
+    )
     outcome = await router.route(chat())
     assert outcome.action == "reject" and outcome.status == 403 and outcome.decision == "blocked"
 
 
 async def test_on_error_match_and_no_match_override_family_defaults() -> None:
-    open_guard = policy("  - {name: guard, type: fake_safety, behaviour: unavailable, on_error: no_match}\n",
-        "  - {name: blocked, priority: 1, when: {signal: guard}, action: {type: reject, status: 403, message: denied}}\n")
+    open_guard = policy(
+        "  - {name: guard, type: fake_safety, behaviour: unavailable, on_error: no_match}\n",
+        "  - {name: blocked, priority: 1, when: {signal: guard}, action: {type: reject, status: 403, message: denied}}\n",
+    )
     assert (await make_router(open_guard).route(chat())).decision == "general"
-    closed = policy("  - {name: router_sig, type: fake, behaviour: unavailable, on_error: match}\n",
-        "  - {name: picked, priority: 1, when: {signal: router_sig}, action: {type: route, models: [big-text]}}\n")
+    closed = policy(
+        "  - {name: router_sig, type: fake, behaviour: unavailable, on_error: match}\n",
+        "  - {name: picked, priority: 1, when: {signal: router_sig}, action: {type: route, models: [big-text]}}\n",
+    )
     outcome = await make_router(closed).route(chat())
     assert outcome.decision == "picked"
     assert outcome.signals[0].status is SignalStatus.UNAVAILABLE
 
 
 async def test_on_error_reject_rejects_the_request() -> None:
-    body = policy("  - {name: must, type: fake, behaviour: hang, on_error: reject}\n",
-        "  - {name: d, priority: 1, when: {signal: must}, action: {type: route, models: [big-text]}}\n")
+    body = policy(
+        "  - {name: must, type: fake, behaviour: hang, on_error: reject}\n",
+        "  - {name: d, priority: 1, when: {signal: must}, action: {type: route, models: [big-text]}}\n",
+    )
     outcome = await make_router(body).route(chat())
     assert outcome.action == "reject" and outcome.status == 503
     assert "must" in (outcome.message or "") and "timeout" in (outcome.message or "")
@@ -135,8 +173,10 @@ async def test_on_error_reject_rejects_the_request() -> None:
 
 async def test_request_deadline_bounds_all_signals() -> None:
     settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "50"})
-    body = policy("  - {name: a, type: fake, behaviour: hang, timeout_ms: 100000}\n  - {name: b, type: fake, behaviour: hang, timeout_ms: 100000}\n",
-        "  - {name: d, priority: 1, when: {any: [{signal: a}, {signal: b}]}, action: {type: route, models: [big-text]}}\n")
+    body = policy(
+        "  - {name: a, type: fake, behaviour: hang, timeout_ms: 100000}\n  - {name: b, type: fake, behaviour: hang, timeout_ms: 100000}\n",
+        "  - {name: d, priority: 1, when: {any: [{signal: a}, {signal: b}]}, action: {type: route, models: [big-text]}}\n",
+    )
     outcome = await asyncio.wait_for(make_router(body, settings).route(chat()), timeout=30)
     assert {s.status for s in outcome.signals} == {SignalStatus.TIMEOUT}
     assert outcome.decision == "general"
@@ -144,30 +184,41 @@ async def test_request_deadline_bounds_all_signals() -> None:
 
 async def test_signals_run_concurrently() -> None:
     # Each rendezvous signal waits until the other has started: sequential dispatch would time out.
-    body = policy("  - {name: r1, type: rendezvous, group: g1}\n  - {name: r2, type: rendezvous, group: g1}\n",
-        "  - {name: both, priority: 1, when: {all: [{signal: r1}, {signal: r2}]}, action: {type: route, models: [big-text]}}\n")
+    body = policy(
+        "  - {name: r1, type: rendezvous, group: g1}\n  - {name: r2, type: rendezvous, group: g1}\n",
+        "  - {name: both, priority: 1, when: {all: [{signal: r1}, {signal: r2}]}, action: {type: route, models: [big-text]}}\n",
+    )
     outcome = await make_router(body).route(chat())
     assert [s.status for s in outcome.signals] == [SignalStatus.MATCHED, SignalStatus.MATCHED]
     assert outcome.decision == "both"
 
 
 async def test_label_leaves_and_min_score() -> None:
-    body = policy("  - {name: img, type: fake, labels: {passport: 0.8, xray: 0.3}}\n",
+    body = policy(
+        "  - {name: img, type: fake, labels: {passport: 0.8, xray: 0.3}}\n",
         "  - {name: passport, priority: 3, when: {signal: img, label: passport, min_score: 0.9}, action: {type: route, models: [big-text]}}\n"
-        "  - {name: xray, priority: 2, when: {signal: img, label: xray}, action: {type: route, models: [vlm]}}\n")
+        "  - {name: xray, priority: 2, when: {signal: img, label: xray}, action: {type: route, models: [vlm]}}\n",
+    )
     outcome = await make_router(body).route(chat())
     assert outcome.decision == "xray"
     assert outcome.trace[0].blame == "img[passport]>=0.9"
 
 
 async def test_client_model_is_honoured_only_when_no_rule_fires() -> None:
-    body = "client_models: [big-text]\n" + TWO.replace("{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}")
+    body = "client_models: [big-text]\n" + TWO.replace(
+        "{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}"
+    )
     router = make_router(body)
-    fired = await router.route(chat(model="big-text") if False else json.dumps(
-        {"model": "vlm", "messages": [{"role": "user", "content": "x"}]}).encode())
+    fired = await router.route(
+        chat(model="big-text")
+        if False
+        else json.dumps({"model": "vlm", "messages": [{"role": "user", "content": "x"}]}).encode()
+    )
     assert fired.decision == "high"
     quiet = make_router(body.replace("{name: hi, type: fake}", "{name: hi, type: fake, behaviour: no_match}"))
-    picked = await quiet.route(json.dumps({"model": "big-text", "messages": [{"role": "user", "content": "x"}]}).encode())
+    picked = await quiet.route(
+        json.dumps({"model": "big-text", "messages": [{"role": "user", "content": "x"}]}).encode()
+    )
     assert picked.decision == "general" and picked.model is not None and picked.model.name == "big-text"
     refused = await quiet.route(json.dumps({"model": "vlm", "messages": [{"role": "user", "content": "x"}]}).encode())
     assert refused.model is not None and refused.model.name == "text-model"
@@ -199,8 +250,10 @@ async def test_corrupt_image_found_by_a_signal_is_a_request_error() -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_clarify_is_an_assistant_reply(stream: bool) -> None:
-    body = policy("  - {name: ask, type: fake}\n",
-        "  - {name: clarify_it, priority: 1, when: {signal: ask}, action: {type: clarify, message: 'Which one?'}}\n")
+    body = policy(
+        "  - {name: ask, type: fake}\n",
+        "  - {name: clarify_it, priority: 1, when: {signal: ask}, action: {type: clarify, message: 'Which one?'}}\n",
+    )
     outcome = await make_router(body).route(chat(stream=stream))
     reply = outcome.immediate_response()
     assert reply.status == 200 and reply.headers["x-vsr-decision"] == "clarify_it"

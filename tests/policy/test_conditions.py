@@ -81,7 +81,12 @@ def test_leaf_fields_parse() -> None:
 
 def test_dnf_agrees_with_evaluation_on_every_assignment() -> None:
     cond = parse_condition(
-        {"any": [{"all": [{"signal": "a"}, {"not": {"signal": "b"}}]}, {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}}]}
+        {
+            "any": [
+                {"all": [{"signal": "a"}, {"not": {"signal": "b"}}]},
+                {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}},
+            ]
+        }
     )
     terms = to_dnf(cond)
     assert terms is not None

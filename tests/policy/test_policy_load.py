@@ -63,7 +63,11 @@ def _one_error(body: str, ctx: BuildContext) -> str:
         ("priority: 5", "priority: 10", "duplicate priority 10"),
         ("{not: {signal: b}}", "{not: [{signal: b}, {signal: a}]}", "'not' takes exactly one child, got 2"),
         ("priority: 5", "priority: 5\n    colour: red", "decisions[1].colour: error: unknown field"),
-        ("- {name: a, type: fake}", "- {name: a, type: fake, sensitivity: 3}", "signals[0].sensitivity: error: unknown"),
+        (
+            "- {name: a, type: fake}",
+            "- {name: a, type: fake, sensitivity: 3}",
+            "signals[0].sensitivity: error: unknown",
+        ),
         ("- {name: a, type: fake}", "- {name: a, type: telepathy}", "unknown signal type 'telepathy'"),
         ("label: passport", "label: driving_licence", "has no label 'driving_licence'"),
         ("type: route, models: [vlm]", "type: route, models: [vlm, text-model]", "accepts only ['text']"),
@@ -71,7 +75,9 @@ def _one_error(body: str, ctx: BuildContext) -> str:
         ("version: 1", "version: 2", "version"),
     ],
 )
-def test_each_validation_error_is_reported_precisely(build_ctx: BuildContext, old: str, new: str, expected: str) -> None:
+def test_each_validation_error_is_reported_precisely(
+    build_ctx: BuildContext, old: str, new: str, expected: str
+) -> None:
     body = GOOD.replace(old, new)
     if old == "version: 1":
         from tests.policy.policy_util import BASE

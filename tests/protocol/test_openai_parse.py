@@ -29,9 +29,13 @@ def test_chat_string_and_part_content_by_role() -> None:
                     {"role": "system", "content": "be brief"},
                     {"role": "developer", "content": [{"type": "text", "text": "dev rules"}]},
                     {"role": "user", "content": [{"type": "text", "text": "hello"}, {"type": "text", "text": "again"}]},
-                    {"role": "assistant", "content": None, "tool_calls": [
-                        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{\"q\": 1}"}}
-                    ]},
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": 1}'}}
+                        ],
+                    },
                     {"role": "tool", "tool_call_id": "c1", "content": "result text"},
                     {"role": "user", "content": "thanks"},
                 ],
@@ -123,9 +127,17 @@ def test_api_inferred_from_body_when_path_unknown() -> None:
         (json.dumps({"messages": []}).encode(), 400, "invalid_request"),
         (json.dumps({"messages": [{"role": "wizard", "content": "x"}]}).encode(), 400, "invalid_request"),
         (json.dumps({"messages": [{"role": "user", "content": 5}]}).encode(), 400, "invalid_request"),
-        (json.dumps({"messages": [{"role": "user", "content": [{"text": "no type"}]}]}).encode(), 400, "invalid_request"),
+        (
+            json.dumps({"messages": [{"role": "user", "content": [{"text": "no type"}]}]}).encode(),
+            400,
+            "invalid_request",
+        ),
         (json.dumps({"model": 7, "messages": [{"role": "user", "content": "x"}]}).encode(), 400, "invalid_request"),
-        (json.dumps({"stream": "yes", "messages": [{"role": "user", "content": "x"}]}).encode(), 400, "invalid_request"),
+        (
+            json.dumps({"stream": "yes", "messages": [{"role": "user", "content": "x"}]}).encode(),
+            400,
+            "invalid_request",
+        ),
         (json.dumps({"tools": {}, "messages": [{"role": "user", "content": "x"}]}).encode(), 400, "invalid_request"),
     ],
 )
