@@ -117,11 +117,25 @@ def row(name: str, lat: LoadResult, thr: LoadResult) -> str:
     )
 
 
-async def measure(port: int, payloads: list[bytes], args: argparse.Namespace) -> tuple[LoadResult, LoadResult]:
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process (all threads); this process when pid is None."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    port: int, payloads: list[bytes], args: argparse.Namespace, pids: dict[str, int | None]
+) -> tuple[LoadResult, LoadResult, dict[str, float]]:
+    """Latency at concurrency 1, then throughput; CPU ms per request of each process in the latter."""
     await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, total=args.warmup)
     latency = await run_load("127.0.0.1", port, payloads, concurrency=1, total=args.latency_requests)
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     throughput = await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, duration_s=args.duration)
-    return latency, throughput
+    cpu = {name: (cpu_seconds(pid) - before[name]) * 1000.0 / max(1, throughput.count) for name, pid in pids.items()}
+    return latency, throughput, cpu
 
 
 def main() -> int:
@@ -177,9 +191,14 @@ def main() -> int:
     payloads_plain = [
         build_request("127.0.0.1", plain_port, "/v1/chat/completions", json.dumps(r).encode()) for r in TEXT_REQUESTS
     ]
+    pids: dict[str, int | None] = {
+        "envoy": stack.procs["envoy"].pid,
+        "ext_proc": stack.procs["extproc"].pid,
+        "loadgen": None,
+    }
     try:
-        plain = asyncio.run(measure(plain_port, payloads_plain, args))
-        vsr = asyncio.run(measure(options.listener_port, payloads_vsr, args))
+        *plain, plain_cpu = asyncio.run(measure(plain_port, payloads_plain, args, pids))
+        *vsr, vsr_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
     finally:
         stack.stop()
         tmp.cleanup()
@@ -198,6 +217,11 @@ def main() -> int:
     print()
     print(f"added by ext_proc: p50 {added:.3f} ms (target <= 1.5), p99 {added99:.3f} ms (target <= 5)")
     print(f"ext_proc throughput: {vsr[1].rps:.0f} req/s (target >= 1500); errors: {errors} (target 0)")
+    for name, cpu in (("no ext_proc", plain_cpu), ("ext_proc", vsr_cpu)):
+        parts = ", ".join(f"{k} {v:.3f}" for k, v in cpu.items())
+        print(f"CPU ms per request ({name}): {parts}; total {sum(cpu.values()):.3f}")
+    load1 = os.getloadavg()[0]
+    print(f"load average (1 min) at the end: {load1:.2f} on {os.cpu_count()} cores (others' work skews req/s)")
     bad = {k: v for r in (*plain, *vsr) for k, v in r.statuses.items() if k != 200}
     if bad:
         print(f"non-200 statuses: {bad}")
