@@ -57,6 +57,7 @@ with warnings.catch_warnings():
         LocalityLbEndpoints,
     )
     from envoy_data_plane.envoy.config.listener.v3 import Filter, FilterChain, Listener
+    from envoy_data_plane.envoy.config.overload.v3 import OverloadManager, ResourceMonitor
     from envoy_data_plane.envoy.config.route.v3 import (
         HeaderMatcher,
         Route,
@@ -77,6 +78,9 @@ with warnings.catch_warnings():
         HttpConnectionManager,
         HttpConnectionManagerCodecType,
         HttpFilter,
+    )
+    from envoy_data_plane.envoy.extensions.resource_monitors.downstream_connections.v3 import (
+        DownstreamConnectionsConfig,
     )
     from envoy_data_plane.envoy.extensions.upstreams.http.v3 import (
         HttpProtocolOptions,
@@ -122,6 +126,7 @@ class EnvoyOptions:
     # under the router's own 2 s deadline, so this must sit above that deadline.
     message_timeout_s: float = 5.0
     route_timeout_s: float = 300.0  # generations can be long; 0 disables
+    max_downstream_connections: int = 50_000
     failure_mode_allow: bool = False
     status_on_error: int = 503
     health_check: bool = True
@@ -403,6 +408,18 @@ def bootstrap(upstreams: Sequence[Upstream], default_cluster: str, options: Envo
     clusters = [ext_proc_cluster(options), *(upstream_cluster(u, options) for u in upstreams), *options.extra_clusters]
     return Bootstrap(
         admin=Admin(address=_address(options.admin_host, options.admin_port)),
+        overload_manager=OverloadManager(
+            resource_monitors=[
+                ResourceMonitor(
+                    name="envoy.resource_monitors.global_downstream_max_connections",
+                    typed_config=_typed(
+                        DownstreamConnectionsConfig(
+                            max_active_downstream_connections=options.max_downstream_connections
+                        )
+                    ),
+                )
+            ]
+        ),
         static_resources=BootstrapStaticResources(
             listeners=[listener("vsr", options.listener_host, options.listener_port, hcm, options)],
             clusters=clusters,
