@@ -72,6 +72,8 @@ def _load_json(raw: bytes, max_depth: int) -> dict[str, Any]:
         ) from exc
     except RecursionError as exc:
         raise MalformedRequest("request body nests too deeply", code="invalid_json") from exc
+    except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit conversion limit
+        raise MalformedRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     if not isinstance(data, dict):
         raise MalformedRequest(f"request body must be a JSON object, not {_json_type(data)}", code="invalid_json")
     return data
@@ -272,6 +274,8 @@ class _Parser:
             if not isinstance(item, dict):
                 raise MalformedRequest(f"{where} must be an object, not {_json_type(item)}", param=where)
             kind = item.get("type", "message")
+            if not isinstance(kind, str):
+                raise MalformedRequest(f"{where}.type must be a string", param=f"{where}.type")
             if kind == "message" or "role" in item:
                 role = self._role(item.get("role"), where)
                 if role is Role.USER:

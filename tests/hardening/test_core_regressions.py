@@ -1,0 +1,25 @@
+"""Regression tests for core bugs found by the hardening work (issue 7), one per fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from extproc.errors import MalformedRequest
+from extproc.protocol.openai import parse_request
+
+
+def test_huge_integer_literal_is_400_not_a_crash() -> None:
+    """json.loads raises a plain ValueError past Python's 4300-digit int limit."""
+    body = b'{"messages":[{"role":"user","content":"hi"}],"seed":' + b"7" * 5000 + b"}"
+    with pytest.raises(MalformedRequest) as caught:
+        parse_request(body)
+    assert caught.value.status == 400
+    assert caught.value.code == "invalid_json"
+
+
+@pytest.mark.parametrize("kind", [[1], {"a": 1}, 3, None, True])
+def test_responses_item_with_non_string_type_is_400(kind: object) -> None:
+    """A list or object `type` used to reach a frozenset lookup: TypeError (unhashable)."""
+    with pytest.raises(MalformedRequest) as caught:
+        parse_request({"input": [{"type": kind}]}, path="/v1/responses")
+    assert caught.value.status == 400
