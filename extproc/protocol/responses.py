@@ -13,7 +13,12 @@ from extproc.protocol.request import ApiKind
 
 
 def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (valid JSON `\ud800`, not valid UTF-8): keep it escaped, as the client sent it.
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
 
 
 def rewrite_body(

@@ -23,3 +23,23 @@ def test_responses_item_with_non_string_type_is_400(kind: object) -> None:
     with pytest.raises(MalformedRequest) as caught:
         parse_request({"input": [{"type": kind}]}, path="/v1/responses")
     assert caught.value.status == 400
+
+
+@pytest.mark.parametrize("text", ["\\ud800 hello", "\\udfff\\ud800 what", "ok \\ud83d\\ude00 emoji pair"])
+async def test_lone_surrogates_survive_the_body_rewrite(text: str) -> None:
+    """JSON allows `\\ud800`; UTF-8 does not. The rewritten body used to raise UnicodeEncodeError
+    (an uncaught error in the servicer); now it forwards the text escaped, as the client sent it."""
+    import json
+
+    from extproc.router import Router
+    from extproc.settings import Settings
+
+    router = Router.from_settings(Settings.load(None, environ={}))
+    try:
+        body = ('{"model":"auto","messages":[{"role":"user","content":"' + text + '"}]}').encode()
+        outcome = await router.route(body)
+        assert outcome.action == "route"
+        forwarded = json.loads(outcome.rewritten_body())
+        assert forwarded["messages"][-1]["content"] == json.loads(body)["messages"][0]["content"]
+    finally:
+        router.close()
