@@ -43,3 +43,18 @@ async def test_lone_surrogates_survive_the_body_rewrite(text: str) -> None:
         assert forwarded["messages"][-1]["content"] == json.loads(body)["messages"][0]["content"]
     finally:
         router.close()
+
+
+def test_mpo_jpeg_from_a_phone_is_a_jpeg_not_a_crash() -> None:
+    """Pillow reports a JPEG with a multi-picture header as "MPO"; the MIME lookup raised KeyError."""
+    import io
+
+    from PIL import Image
+
+    from extproc.images import ImageLimits, inspect_image
+
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(out, "MPO", save_all=True, append_images=[Image.new("RGB", (8, 8), (9, 9, 9))])
+    image = inspect_image(out.getvalue(), declared_mime="image/jpeg", limits=ImageLimits(), message_index=0)
+    assert (image.format, image.mime, image.frames) == ("JPEG", "image/jpeg", 2)
+    assert image.pixels().size == (8, 8)
