@@ -147,7 +147,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=500)
     parser.add_argument("--envoy-concurrency", type=int, default=None, help="Envoy worker threads (default: cores)")
     parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
-    parser.add_argument("--log-level", default="WARNING", help="ext_proc server log level (INFO logs every request)")
+    parser.add_argument("--log-level", default="INFO", help="server log level (DEBUG logs every route)")
     args = parser.parse_args()
 
     options = EnvoyOptions(

@@ -190,9 +190,13 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         decision: str | None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not log.isEnabledFor(logging.INFO):
+        # Routine routes at DEBUG (Envoy's access log already has a line per request with the
+        # decision, model and x-request-id); rejects, clarifications and errors at INFO.
+        level = logging.DEBUG if action == "route" else logging.INFO
+        if not log.isEnabledFor(level):
             return
-        log.info(
+        log.log(
+            level,
             "routed",
             extra={
                 "request_id": stream.request_id,
