@@ -214,3 +214,37 @@ def test_server_killed_fails_closed_then_recovers(tmp_path: Path) -> None:
         raise
     finally:
         stack.stop()
+
+
+def test_fifteen_megabyte_image_is_routed_with_its_body_rewritten(stack: LoggedStack) -> None:
+    """Near the 16 MB image limit: ~20 MB of JSON through Envoy's buffer, both gRPC messages
+    and the rewritten body to the upstream."""
+    image = png_noise(2300)
+    assert len(image) >= 15 * 1024 * 1024
+    body = {
+        "model": "auto",
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Describe this picture."},
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": "data:image/png;base64," + base64.b64encode(image).decode()},
+                    },
+                ],
+            }
+        ],
+    }
+    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text[:500]
+    assert reply.headers["x-demo-upstream"] == "general_vlm"
+    assert reply.json()["model"] == "Qwen/Qwen2.5-VL-7B-Instruct"
+
+
+def test_streaming_clarification_is_sse(stack: LoggedStack) -> None:
+    body = load("car_medical_question.json")
+    chunks = list(client(stack).chat.completions.create(model="auto", messages=body["messages"], stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text  # a clarifying question, streamed as chat.completion.chunk events
+    assert chunks[-1].choices[0].finish_reason == "stop"
