@@ -196,16 +196,17 @@ class ImageLabelsSignal(Signal):
         return self.encoder.probabilities(image_embeddings, self.label_matrix)
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        images = request.images
+        remote = len(request.remote_images)
+        if not images and not remote:
+            # Known without any model: a request with no image shows no passport.
+            return Evaluation(matched=False, evidence=("no images",))
         encoder = self.encoder
         if encoder is None or self.label_matrix is None:
             raise SignalUnavailable(self._reason or "vision model unavailable")
-        images = request.images
-        remote = len(request.remote_images)
         if not images:
-            if remote:
-                # We never fetch remote URLs, so we cannot say what they show: unknown, not "no".
-                raise SignalUnavailable(f"{remote} remote image URL(s) not fetched; image content unknown")
-            return Evaluation(matched=False, evidence=("no images",))
+            # We never fetch remote URLs, so we cannot say what they show: unknown, not "no".
+            raise SignalUnavailable(f"{remote} remote image URL(s) not fetched; image content unknown")
         cached = encoder.cached_embeddings(images)
         if all(c is not None for c in cached):
             embeddings = np.stack([c for c in cached if c is not None])  # cache hit: no executor hop

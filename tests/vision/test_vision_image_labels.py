@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import math
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 from pydantic import ValidationError
 
 from extproc.errors import UnprocessableRequest
@@ -227,7 +229,15 @@ async def test_no_model_configured_is_unavailable_not_no_match() -> None:
     assert reason is not None and "no vision model configured" in reason
     assert signal.known_labels() == frozenset(LABELS)
     with pytest.raises(SignalUnavailable, match="no vision model configured"):
-        await signal.evaluate(_request(), _ctx())
+        await signal.evaluate(_request(remote=1), _ctx())
+    buf = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(buf, format="PNG")
+    image = _decoded(buf.getvalue())
+    with pytest.raises(SignalUnavailable, match="no vision model configured"):
+        await signal.evaluate(_request(image), _ctx())
+    # With no image at all the answer is known without a model: no.
+    ev = await signal.evaluate(_request(), _ctx())
+    assert not ev.matched and ev.evidence == ("no images",)
     (status,) = ctx.models.statuses()
     assert status.name == "vision" and not status.loaded and "no vision model configured" in status.detail
 
@@ -249,7 +259,7 @@ async def test_broken_model_is_unavailable_with_the_reason(siglip_dir: Path, tmp
     (status,) = ctx.models.statuses()
     assert not status.loaded and "pooling head" in status.detail
     with pytest.raises(SignalUnavailable, match="pooling head"):
-        await first.evaluate(_request(), _ctx())
+        await first.evaluate(_request(remote=1), _ctx())
 
 
 def test_reload_embeds_only_changed_labels(siglip_dir: Path) -> None:
