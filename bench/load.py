@@ -1,0 +1,384 @@
+"""Sustained load through Envoy + the ext_proc server, mixing text and image requests.
+
+    .venv/bin/python bench/load.py                    # full: 50 and 200 clients, 30 s each
+    .venv/bin/python bench/load.py --short            # CI: 50 and 200 clients, 3 s each
+    .venv/bin/python bench/load.py --levels 50,200,400 --duration 60 --json out.json
+
+Starts the real stack on free loopback ports (demo upstreams, `extproc serve` with the
+default policy, Envoy from the wheel), warms it up, then runs each concurrency level for a
+fixed time as a closed loop: every client keeps one keep-alive connection and sends its next
+request when the previous answer has arrived. The mix cycles through the default policy's
+scenarios: plain, code-with-secret and passport text, Responses and legacy Completions,
+a jailbreak (expected 403), and image requests (a small PNG, the x-ray example, a medical
+question about a car photo: expected clarification, and a 1 MiB noise PNG).
+
+Per level it prints requests, errors (transport failures and any status other than the one
+expected for that request), 5xx, p50 / p99 latency, req/s, and the ext_proc server's RSS,
+threads and open file descriptors at the start and end of the level, plus Envoy's count of
+active ext_proc streams once the level has drained (0: no stream leaked). Everything is
+bounded: a fixed duration per level, a request cap per level, a 30 s timeout per request.
+Exit status is 1 when any level saw an error, a 5xx, a leaked stream, or RSS growth over
+`--rss-bound-mib`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import io
+import json
+import os
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from extproc.envoy_config import EnvoyOptions, upstreams_from_policy  # noqa: E402
+from extproc.stack import Stack, StackConfig, free_port  # noqa: E402
+
+REQUESTS = REPO / "policies" / "examples" / "requests"
+POLICY = REPO / "policies" / "default.yaml"
+REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    name: str
+    wire: bytes
+    expected: int
+    image: bool
+
+
+@dataclass(slots=True)
+class Level:
+    clients: int
+    duration_s: float
+    requests: int = 0
+    errors: int = 0
+    status_5xx: int = 0
+    text_requests: int = 0
+    image_requests: int = 0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    rps: float = 0.0
+    rss_start_mib: float = 0.0
+    rss_end_mib: float = 0.0
+    threads_start: int = 0
+    threads_end: int = 0
+    fds_start: int = 0
+    fds_end: int = 0
+    ext_proc_streams_after: int = -1
+    statuses: dict[str, int] = field(default_factory=dict)
+    error_samples: list[str] = field(default_factory=list)
+
+
+# -- the workload -----------------------------------------------------------------------------
+
+
+def _png(side: int, noise: bool) -> bytes:
+    import numpy as np
+    from PIL import Image
+
+    if noise:
+        pixels = np.random.default_rng(3).integers(0, 256, (side, side, 3), dtype=np.uint8)
+        image = Image.fromarray(pixels)
+    else:
+        image = Image.new("RGB", (side, side), (120, 160, 200))
+    out = io.BytesIO()
+    image.save(out, "PNG", compress_level=1)
+    return out.getvalue()
+
+
+def _with_image(text: str, png: bytes) -> dict[str, Any]:
+    uri = "data:image/png;base64," + base64.b64encode(png).decode()
+    return {
+        "model": "auto",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": uri}}],
+            }
+        ],
+    }
+
+
+def workload(host: str, port: int) -> list[Payload]:
+    def load(name: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((REQUESTS / name).read_text())
+        return data
+
+    items: list[tuple[str, str, dict[str, Any], int, bool]] = [
+        ("plain", "/v1/chat/completions", load("plain_question.json"), 200, False),
+        ("code_secret", "/v1/chat/completions", load("code_secret.json"), 200, False),
+        ("passport_text", "/v1/chat/completions", load("passport_text.json"), 200, False),
+        ("responses", "/v1/responses", load("responses_api.json"), 200, False),
+        ("completions", "/v1/completions", load("completions_legacy.json"), 200, False),
+        ("jailbreak", "/v1/chat/completions", load("jailbreak.json"), 403, False),
+        ("small_png", "/v1/chat/completions", _with_image("Describe this picture.", _png(64, False)), 200, True),
+        ("xray", "/v1/chat/completions", load("xray_image.json"), 200, True),
+        ("car_medical", "/v1/chat/completions", load("car_medical_question.json"), 200, True),
+        ("noise_1mib_png", "/v1/chat/completions", _with_image("What is in this image?", _png(600, True)), 200, True),
+    ]
+    payloads = []
+    for name, path, body, expected, image in items:
+        data = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(data)}\r\nx-request-id: load-{name}\r\n\r\n"
+        )
+        payloads.append(Payload(name, head.encode() + data, expected, image))
+    return payloads
+
+
+# -- a small HTTP/1.1 keep-alive client -------------------------------------------------------
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[int] | None = None
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("connection closed mid-response"))
+
+    def _complete(self) -> None:
+        if self.waiter is None or self.waiter.done():
+            return
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
+        headers = {}
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        start = end + 4
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            pos = start
+            while True:
+                line_end = self.buffer.find(b"\r\n", pos)
+                if line_end < 0:
+                    return
+                size = int(bytes(self.buffer[pos:line_end]).split(b";")[0], 16)
+                pos = line_end + 2 + size + 2
+                if len(self.buffer) < pos:
+                    return
+                if size == 0:
+                    total = pos
+                    break
+        else:
+            total = start + int(headers.get("content-length", "0"))
+            if len(self.buffer) < total:
+                return
+        del self.buffer[:total]
+        self.waiter.set_result(int(head[0].split(" ", 2)[1]))
+
+    async def send(self, wire: bytes) -> int:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(wire)
+        return await self.waiter
+
+
+async def run_level(host: str, port: int, payloads: list[Payload], level: Level, max_requests: int) -> list[float]:
+    loop = asyncio.get_running_loop()
+    latencies: list[float] = []
+    stop_at = time.perf_counter() + level.duration_s
+    budget = [max_requests]
+
+    async def client(offset: int) -> None:
+        conn: _Connection | None = None
+        i = offset
+        while budget[0] > 0 and time.perf_counter() < stop_at:
+            budget[0] -= 1
+            payload = payloads[i % len(payloads)]
+            i += 1
+            try:
+                if conn is None or conn.closed:
+                    _, conn = await loop.create_connection(_Connection, host, port)
+                started = time.perf_counter()
+                status = await asyncio.wait_for(conn.send(payload.wire), REQUEST_TIMEOUT_S)
+                latencies.append(time.perf_counter() - started)
+            except (OSError, TimeoutError) as exc:
+                level.errors += 1
+                level.requests += 1
+                if len(level.error_samples) < 5:
+                    level.error_samples.append(f"{payload.name}: {type(exc).__name__}: {exc}")
+                if conn is not None and conn.transport is not None:
+                    conn.transport.close()
+                conn = None
+                continue
+            level.requests += 1
+            if payload.image:
+                level.image_requests += 1
+            else:
+                level.text_requests += 1
+            level.statuses[str(status)] = level.statuses.get(str(status), 0) + 1
+            if status >= 500:
+                level.status_5xx += 1
+            if status != payload.expected:
+                level.errors += 1
+                if len(level.error_samples) < 5:
+                    level.error_samples.append(f"{payload.name}: status {status}, expected {payload.expected}")
+        if conn is not None and conn.transport is not None:
+            conn.transport.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(level.clients)))
+    elapsed = time.perf_counter() - started
+    level.rps = level.requests / elapsed if elapsed else 0.0
+    return latencies
+
+
+# -- process and Envoy figures ----------------------------------------------------------------
+
+
+def proc_figures(pid: int) -> tuple[float, int, int]:
+    """RSS (MiB), threads, open file descriptors of a process, from /proc."""
+    rss_kib, threads = 0, 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss_kib = int(line.split()[1])
+        elif line.startswith("Threads:"):
+            threads = int(line.split()[1])
+    return rss_kib / 1024.0, threads, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def ext_proc_active_streams(admin_url: str) -> int:
+    with urllib.request.urlopen(admin_url + "/stats?filter=^cluster.extproc.upstream_rq_active$", timeout=5) as reply:
+        text = reply.read().decode()
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "cluster.extproc.upstream_rq_active":
+            return int(value)
+    return -1
+
+
+def percentile_ms(ordered: list[float], q: float) -> float:
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100.0 * len(ordered)) - 1))
+    return ordered[index] * 1000.0
+
+
+def stack_config(policy: Path) -> StackConfig:
+    return StackConfig(
+        policy=policy,
+        envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
+        upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(policy)},
+        env={"VSR_LOGGING__LEVEL": "WARNING"},
+        stream_delay_ms=5.0,
+        start_timeout_s=180.0,
+    )
+
+
+async def drive(stack: Stack, args: argparse.Namespace) -> list[Level]:
+    host, port = "127.0.0.1", stack.config.envoy.listener_port
+    payloads = workload(host, port)
+    pid = stack.procs["extproc"].pid
+    await run_level(host, port, payloads, Level(clients=10, duration_s=args.warmup_s), max_requests=5000)
+    levels = []
+    for clients in args.levels:
+        level = Level(clients=clients, duration_s=args.duration)
+        level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
+        latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
+        await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
+        level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
+        level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
+        level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
+        levels.append(level)
+        print_level(level, args.rss_bound_mib)
+    return levels
+
+
+def print_level(level: Level, bound: float) -> None:
+    growth = level.rss_end_mib - level.rss_start_mib
+    print(
+        f"clients={level.clients:<4} duration={level.duration_s:.0f}s requests={level.requests} "
+        f"(text {level.text_requests}, image {level.image_requests}) errors={level.errors} 5xx={level.status_5xx} "
+        f"p50={level.p50_ms:.1f}ms p99={level.p99_ms:.1f}ms req/s={level.rps:.0f} "
+        f"rss_start={level.rss_start_mib:.1f}MiB rss_end={level.rss_end_mib:.1f}MiB "
+        f"(growth {growth:+.1f}, bound {bound:.0f}) "
+        f"threads={level.threads_start}->{level.threads_end} fds={level.fds_start}->{level.fds_end} "
+        f"ext_proc_streams_after={level.ext_proc_streams_after} statuses={level.statuses}",
+        flush=True,
+    )
+    for sample in level.error_samples:
+        print(f"    error: {sample}", flush=True)
+
+
+def failures(levels: list[Level], bound: float) -> list[str]:
+    problems = []
+    for level in levels:
+        where = f"{level.clients} clients"
+        if level.errors or level.status_5xx:
+            problems.append(f"{where}: {level.errors} errors, {level.status_5xx} 5xx")
+        if level.ext_proc_streams_after != 0:
+            problems.append(f"{where}: {level.ext_proc_streams_after} ext_proc streams still active")
+        if level.rss_end_mib - level.rss_start_mib > bound:
+            problems.append(f"{where}: RSS grew {level.rss_end_mib - level.rss_start_mib:.1f} MiB > {bound} MiB")
+        if level.fds_end > level.fds_start + 16:
+            problems.append(f"{where}: open fds {level.fds_start} -> {level.fds_end}")
+        if level.requests == 0:
+            problems.append(f"{where}: no requests completed")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--short", action="store_true", help="CI mode: 3 s per level, 2 s warm-up")
+    parser.add_argument("--levels", default="50,200", help="comma-separated concurrent clients per level")
+    parser.add_argument("--duration", type=float, default=None, help="seconds per level (default 30; 3 with --short)")
+    parser.add_argument("--warmup-s", type=float, default=None, help="warm-up seconds at 10 clients")
+    parser.add_argument("--max-requests", type=int, default=500_000, help="request cap per level")
+    parser.add_argument("--rss-bound-mib", type=float, default=64.0, help="allowed RSS growth per level")
+    parser.add_argument("--policy", type=Path, default=POLICY)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args(argv)
+    args.levels = [int(x) for x in args.levels.split(",") if x.strip()]
+    if args.duration is None:
+        args.duration = 3.0 if args.short else 30.0
+    if args.warmup_s is None:
+        args.warmup_s = 2.0 if args.short else 5.0
+    print(f"load: levels={args.levels} duration={args.duration}s per level, policy={args.policy}", flush=True)
+    lines: list[str] = []
+    stack = Stack(stack_config(args.policy), sink=lines.append)
+    try:
+        stack.start()
+        levels = asyncio.run(drive(stack, args))
+    except Exception:
+        print("\n".join(lines[-40:]), file=sys.stderr)
+        raise
+    finally:
+        stack.stop()
+    problems = failures(levels, args.rss_bound_mib)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps({"levels": [asdict(level) for level in levels], "problems": problems}, indent=2)
+        )
+    for problem in problems:
+        print(f"FAIL {problem}", flush=True)
+    print("load: " + ("FAIL" if problems else "ok"), flush=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
