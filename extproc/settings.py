@@ -96,6 +96,27 @@ class LoggingSettings(_Section):
     json_format: bool = True
 
 
+class DecisionLogSettings(_Section):
+    path: Path | None = None  # JSON lines, one per request; None: no decision log
+    capture: bool = False  # also store request bodies (text, images) for full replay; off: hashes only
+    capture_max_bytes: int = Field(default=1024 * 1024, ge=0)  # bodies larger than this are not captured
+    max_bytes: int = Field(default=64 * 1024 * 1024, ge=4096)  # rotate past this size
+    backups: int = Field(default=3, ge=0)  # rotated files kept: PATH.1 (newest) .. PATH.N
+    queue_size: int = Field(default=8192, ge=16)  # records waiting for the writer; more are dropped and counted
+    flush_interval_s: float = Field(default=0.2, gt=0, le=10)
+
+
+class ObservabilitySettings(_Section):
+    metrics: bool = True  # Prometheus metrics on the admin port's /metrics
+    admin: bool = True  # the admin HTTP server (server.admin_host:admin_port): metrics, health, explain, policy
+    decision_log: DecisionLogSettings = Field(default_factory=DecisionLogSettings)
+
+
+class ReloadSettings(_Section):
+    watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
+    interval_s: float = Field(default=2.0, gt=0)
+
+
 class Settings(_Section):
     policy_path: Path = DEFAULT_POLICY
     server: ServerSettings = Field(default_factory=ServerSettings)
@@ -106,6 +127,8 @@ class Settings(_Section):
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
     language: LanguageSettings = Field(default_factory=LanguageSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    reload: ReloadSettings = Field(default_factory=ReloadSettings)
 
     @classmethod
     def load(cls, path: Path | str | None = None, environ: Mapping[str, str] | None = None) -> Settings:

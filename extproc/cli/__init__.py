@@ -14,6 +14,7 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.explain",
     "extproc.cli.serve", "extproc.cli.envoy_config", "extproc.cli.demo", "extproc.cli.stack",  # issue 3
     "extproc.cli.parity", "extproc.cli.probe", "extproc.cli.models",  # issue 4
+    "extproc.cli.replay",  # issue 6
 )
 
 

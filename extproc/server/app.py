@@ -7,6 +7,9 @@
 - SIGTERM / SIGINT: health turns NOT_SERVING, the server waits `drain_delay_s` (time for
   Envoy's health checks to notice), then stops taking new streams and lets in-flight ones
   finish for up to `shutdown_grace_s` before it exits.
+- Observability: Prometheus metrics and the decision log are fed by the servicer through one
+  `Observer`; the admin HTTP server (/metrics, /healthz, /v1/explain, /v1/policy) runs on this
+  event loop; the policy file is watched and SIGHUP reloads it (`extproc.reload`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
+from extproc.observability.decision_log import DecisionLog
+from extproc.observability.metrics import Metrics, live_metrics
+from extproc.observability.observer import Observer, install_request_id_filter
+from extproc.reload import PolicyReloader, ReloadableRouter, ReloadResult
+from extproc.server.admin import AdminServer
 from extproc.server.grpc_service import ExtProcService, RouterLike
 from extproc.settings import Settings
 
@@ -45,11 +53,44 @@ class ExtProcServer:
         self.settings = settings
         self.router_factory = router_factory or _default_router_factory
         srv = settings.server
-        self.service = ExtProcService(inference_paths=srv.inference_paths, debug_headers=srv.debug_headers)
+        obs = settings.observability
+        self.metrics = Metrics() if obs.metrics else None
+        self.decision_log = DecisionLog(obs.decision_log) if obs.decision_log.path is not None else None
+        observer = Observer(self.metrics, self.decision_log) if self.metrics or self.decision_log else None
+        self.service = ExtProcService(
+            inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer
+        )
         self.health = HealthServicer()
         self.port: int | None = None
         self._server: Any = None
         self._stopping = asyncio.Event()
+        self.state = "loading"  # loading | serving | draining, as /healthz reports it
+        self.reloader: PolicyReloader | None = None
+        self.admin = (
+            AdminServer(
+                self,
+                host=srv.admin_host,
+                port=srv.admin_port,
+                metrics=self.metrics,
+                max_body_bytes=settings.limits.max_body_bytes,
+            )
+            if obs.admin
+            else None
+        )
+        if self.metrics is not None:
+            self.metrics.add_source(
+                lambda: live_metrics(
+                    in_flight=self.service.in_flight, router=self.service.router, decision_log=self.decision_log
+                )
+            )
+
+    @property
+    def live_router(self) -> object | None:
+        return self.service.router
+
+    @property
+    def in_flight(self) -> int:
+        return self.service.in_flight
 
     @property
     def address(self) -> str:
@@ -72,13 +113,34 @@ class ExtProcServer:
         self.port = self._server.add_insecure_port(f"{srv.grpc_host}:{srv.grpc_port}")
         await self._server.start()
         log.info("grpc listening", extra={"address": self.address, "max_message_bytes": limit})
+        if self.decision_log is not None:
+            self.decision_log.start()
+        if self.admin is not None:
+            try:
+                await self.admin.start()
+            except OSError as exc:  # routing does not depend on it; say so loudly and go on
+                log.error("admin HTTP server not listening", extra={"address": self.admin.address, "error": str(exc)})
+                self.admin = None
         return self.port
 
     async def load(self) -> None:
         """Build the router off the event loop, then report SERVING."""
         started = time.perf_counter()
         router = await asyncio.to_thread(self.router_factory, self.settings)
+        if isinstance(router, ReloadableRouter):
+            if self.decision_log is not None:
+                self.decision_log.register_policy(router.policy)
+            self.reloader = PolicyReloader(
+                router,
+                getattr(router.policy, "path", None) or self.settings.policy_path,
+                interval_s=self.settings.reload.interval_s,
+                on_result=self._reloaded,
+                on_swap=self.decision_log.register_policy if self.decision_log is not None else None,
+            )
+            if self.settings.reload.watch:
+                self.reloader.start()
         self.service.router = router
+        self.state = "serving"
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         policy = getattr(router, "policy", None)
         log.info(
@@ -93,9 +155,23 @@ class ExtProcServer:
     def request_stop(self) -> None:
         self._stopping.set()
 
+    def request_reload(self) -> None:
+        """SIGHUP: validate and swap in the policy file now (ignored while loading)."""
+        if self.reloader is None:
+            log.warning("SIGHUP ignored: the router is still loading")
+            return
+        self.reloader.trigger("sighup")
+
+    def _reloaded(self, result: ReloadResult) -> None:
+        if self.metrics is not None:
+            self.metrics.record_reload(result.result)
+
     async def stop(self) -> None:
         """Drain: NOT_SERVING, wait for health checks to notice, refuse new streams, finish old ones."""
         srv = self.settings.server
+        self.state = "draining"
+        if self.reloader is not None:
+            await self.reloader.stop()
         await self.health.enter_graceful_shutdown()
         log.info("draining", extra={"in_flight": self.service.in_flight, "grace_s": srv.shutdown_grace_s})
         if srv.drain_delay_s > 0:
@@ -107,6 +183,10 @@ class ExtProcServer:
         close = getattr(router, "close", None)
         if callable(close):
             close()
+        if self.decision_log is not None:
+            await asyncio.to_thread(self.decision_log.close)
+        if self.admin is not None:
+            await self.admin.stop()
         log.info("stopped")
 
     async def run(self) -> int:
@@ -115,6 +195,8 @@ class ExtProcServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop)
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            loop.add_signal_handler(signal.SIGHUP, self.request_reload)
         await self.start()
         loader = asyncio.create_task(self.load())
         stopper = asyncio.create_task(self._stopping.wait())
@@ -140,4 +222,5 @@ def serve(settings: Settings, router_factory: RouterFactory | None = None) -> in
     from extproc.server.logs import configure_logging
 
     configure_logging(settings.logging.level, settings.logging.json_format)
+    install_request_id_filter()
     return asyncio.run(ExtProcServer(settings, router_factory).run())

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
 from extproc.errors import error_body
+from extproc.observability.observer import REQUEST_ID
 from extproc.server import mutations
 
 log = logging.getLogger("extproc.server")
@@ -66,6 +67,16 @@ class RouterLike(Protocol):
     async def route(self, body: bytes, *, path: str = ..., request_id: str | None = None) -> OutcomeLike: ...
 
 
+class ObserverLike(Protocol):
+    """Metrics and the decision log (`extproc.observability.observer.Observer`)."""
+
+    def phase(self, phase: str, seconds: float) -> None: ...
+    def outcome(
+        self, outcome: object, *, request_id: str | None, path: str, body: bytes | None, extproc_ms: float | None
+    ) -> None: ...
+    def failure(self, kind: str, *, request_id: str | None, path: str) -> None: ...
+
+
 @dataclass(slots=True)
 class _Stream:
     """Per-request state kept between the phases of one ext_proc stream."""
@@ -88,18 +99,22 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         *,
         inference_paths: Collection[str] = ("/v1/chat/completions", "/v1/responses", "/v1/completions"),
         debug_headers: bool = False,
+        observer: ObserverLike | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
         self.debug_headers = debug_headers
+        self.observer = observer  # metrics and the decision log; None: nothing recorded
         self.in_flight = 0
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         stream = _Stream()
         self.in_flight += 1
+        observer = self.observer
         try:
             async for request in request_iterator:
                 phase = request.WhichOneof("request")
+                started = time.perf_counter()
                 if phase == "request_headers":
                     response = await self._request_headers(request.request_headers, stream)
                 elif phase == "request_body":
@@ -108,6 +123,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                     response = mutations.response_headers(stream.client_headers)
                 else:
                     response = mutations.continue_phase(phase or "")
+                if observer is not None:
+                    observer.phase(phase or "unknown", time.perf_counter() - started)
                 yield response
                 if response.HasField("immediate_response"):
                     return
@@ -133,6 +150,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                     stream.debug = _value(header).strip().lower() in ("1", "true", "yes", "on")
             elif key == "x-request-id":
                 stream.request_id = _value(header)
+        REQUEST_ID.set(stream.request_id)  # log records of this request carry it
         stripped = bool(stream.stripped)
         if method != "POST" or stream.path not in self.inference_paths:
             return mutations.continue_request_headers(stream.stripped, clear_route_cache=stripped, pass_through=True)
@@ -152,14 +170,22 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
 
     async def _decide(self, body: bytes, stream: _Stream, *, at_headers: bool) -> Any:
         router = self.router
+        observer = self.observer
         if router is None:
             self._log(stream, "not_ready", 503, None)
+            if observer is not None:
+                observer.failure("not_ready", request_id=stream.request_id, path=stream.path)
             return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
         try:
             outcome = await router.route(body, path=stream.path, request_id=stream.request_id)
         except Exception:
             log.exception("routing failed", extra={"request_id": stream.request_id, "path": stream.path})
+            if observer is not None:
+                observer.failure("internal_error", request_id=stream.request_id, path=stream.path)
             return _error(500, "Internal error while routing the request.", "server_error", "internal_error")
+        if observer is not None:
+            extproc_ms = (time.perf_counter() - stream.started) * 1000.0
+            observer.outcome(outcome, request_id=stream.request_id, path=stream.path, body=body, extproc_ms=extproc_ms)
 
         if outcome.action == "route":
             upstream_headers = {k.lower(): v for k, v in outcome.request_headers().items()}

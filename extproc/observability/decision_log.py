@@ -1,0 +1,395 @@
+"""The decision log: one JSON line per routed request, written by a background thread.
+
+The request path only takes a snapshot (references to the outcome's frozen signal results
+and a few scalars) and appends it to a bounded queue under a lock; serialisation, hashing
+and file I/O happen on the writer thread, every `flush_interval_s`. When the queue is full
+(by count, or by the bytes it holds) new records are dropped and counted, never waited for.
+
+Privacy: a record holds the policy version, each signal's status / score / labels /
+latency / error, the decision and model, latencies, and *hashes* of the request's text
+and images (sha256), never the text or the images, unless `capture` is on, which adds the
+request body (for full replay) and the signals' redacted evidence.
+
+Files rotate at `max_bytes`: PATH -> PATH.1 -> ... -> PATH.N (`backups`). Each file
+starts, and each policy change inside it is marked, with a `{"kind": "policy"}` record
+naming the policy version and a hash of every signal's definition, so `extproc replay`
+can tell which logged signal results the new policy can trust.
+
+Record kinds (`"kind"`): `policy` (see above) and `request`:
+
+    {"kind": "request", "ts": "...Z", "request_id": "...", "path": "/v1/chat/completions",
+     "policy": "<version>", "decision": "...", "action": "route", "model": "...", "status": 200,
+     "error": null, "request": {"api", "model", "stream", "text_segments", "messages", "tokens",
+     "text_sha256", "images": [{"sha256", "format", "width", "height", "bytes"}], "remote_images",
+     "tools", "turns"}, "signals": {"<name>": {"type", "status", "score", "labels", "latency_ms",
+     "error"}}, "timings_ms": {"parse", "signals", "decide", "total", "extproc"}}
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from extproc.settings import DecisionLogSettings
+
+if TYPE_CHECKING:
+    from extproc.outcome import RoutingOutcome
+    from extproc.policy.load import CompiledPolicy
+    from extproc.protocol.request import TextSegment
+    from extproc.signals.base import SignalResult, SignalSpecBase
+
+log = logging.getLogger(__name__)
+
+RECORD_VERSION = 1
+QUEUE_BYTES_BUDGET = 128 * 1024 * 1024  # text and captured bodies held by queued records
+MAX_FIELD_CHARS = 200  # client-chosen strings kept in a record (the requested model) are cut here
+
+
+@dataclass(slots=True)
+class _Entry:
+    """What the request path hands the writer: references and scalars, nothing serialised."""
+
+    t: float
+    request_id: str | None
+    path: str
+    policy: str
+    decision: str | None
+    action: str
+    model: str | None
+    status: int
+    error: str | None
+    signals: list[SignalResult]
+    timings: dict[str, float]
+    extproc_ms: float | None
+    api: str | None
+    requested_model: str | None
+    stream: bool
+    texts: list[TextSegment] | None
+    images: list[tuple[str, str, int, int, int]]
+    remote_images: int
+    tools: int
+    turns: int
+    body: bytes | None
+    held: int
+
+
+class DecisionLog:
+    def __init__(self, settings: DecisionLogSettings) -> None:
+        if settings.path is None:
+            raise ValueError("decision log needs a path")
+        self.settings = settings
+        self.path = Path(settings.path)
+        self.capture = settings.capture
+        self.written = 0
+        self.dropped = 0
+        self.rotations = 0
+        self.write_errors = 0
+        self._lock = threading.Lock()
+        self._pending: list[_Entry] = []
+        self._held = 0
+        self._policies: dict[str, dict[str, Any]] = {}
+        self._wake = threading.Event()
+        self._closed = False
+        self._file: IO[str] | None = None
+        self._size = 0
+        self._file_policy: str | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._open()
+        self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
+        self._thread.start()
+        log.info("decision log", extra={"path": str(self.path), "capture": self.capture})
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued, then close the file."""
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning("decision log writer did not finish in %.1f s", timeout)
+                return
+        self._flush_pending()  # anything submitted after the writer's last pass
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every record submitted so far is written (tests, shutdown); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                empty = not self._pending
+            if empty and not self._writing:
+                return True
+            self._wake.set()
+            time.sleep(0.01)
+        return False
+
+    # -- the request path -----------------------------------------------------------------------
+    def register_policy(self, policy: CompiledPolicy) -> None:
+        """Remember a policy's signal definitions, for the `policy` records (call on load and swap)."""
+        signals = {}
+        for spec in policy.spec.signals:
+            signal = policy.signals.get(spec.name)
+            signals[spec.name] = {
+                "type": str(getattr(spec, "type", "")),
+                "spec_sha256": signal_spec_hash(spec),
+                "on_error": signal.on_error if signal is not None else spec.on_error,
+                "used": signal is not None,
+            }
+        self._policies[policy.version] = {
+            "kind": "policy",
+            "v": RECORD_VERSION,
+            "version": policy.version,
+            "path": str(policy.path) if policy.path is not None else None,
+            "signals": signals,
+        }
+
+    def submit(
+        self,
+        outcome: RoutingOutcome,
+        *,
+        request_id: str | None,
+        path: str,
+        body: bytes | None = None,
+        extproc_ms: float | None = None,
+    ) -> bool:
+        """Queue one record; False (and counted) when the queue is full."""
+        request = outcome.request
+        model = outcome.model
+        error = outcome.error
+        captured = body if self.capture and body is not None and len(body) <= self.settings.capture_max_bytes else None
+        if request is not None:
+            texts: list[TextSegment] | None = request.texts
+            images = [(i.sha256, i.format, i.width, i.height, i.byte_size) for i in request.images]
+            held = (0 if images or body is None else len(body)) + (len(captured) if captured is not None else 0)
+            entry = _Entry(
+                time.time(), request_id, path, outcome.policy_version, outcome.decision, outcome.action,
+                model.name if model is not None else None, outcome.status, error.code if error is not None else None,
+                outcome.signals, outcome.timings_ms, extproc_ms, request.api.value, request.model, request.stream,
+                texts, images, len(request.remote_images), len(request.tools), request.turn_count, captured, held,
+            )  # fmt: skip
+        else:
+            held = len(captured) if captured is not None else 0
+            entry = _Entry(
+                time.time(), request_id, path, outcome.policy_version, outcome.decision, outcome.action, None,
+                outcome.status, error.code if error is not None else None, outcome.signals, outcome.timings_ms,
+                extproc_ms, None, None, False, None, [], 0, 0, 0, captured, held,
+            )  # fmt: skip
+        with self._lock:
+            if self._closed or len(self._pending) >= self.settings.queue_size or self._held + held > QUEUE_BYTES_BUDGET:
+                self.dropped += 1
+                return False
+            self._pending.append(entry)
+            self._held += held
+        return True
+
+    # -- the writer thread ----------------------------------------------------------------------
+    _writing = False
+
+    def _run(self) -> None:
+        interval = self.settings.flush_interval_s
+        while True:
+            self._wake.wait(interval)
+            self._wake.clear()
+            self._flush_pending()
+            if self._closed:
+                self._flush_pending()
+                return
+
+    def _flush_pending(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._held = 0
+            self._writing = bool(batch)
+        try:
+            if batch:
+                self._write(batch)
+        finally:
+            self._writing = False
+
+    def _write(self, batch: list[_Entry]) -> None:
+        lines: list[str] = []
+        for entry in batch:
+            try:
+                lines.append(json.dumps(self._record(entry), ensure_ascii=False, separators=(",", ":")))
+            except Exception:  # a record must never take the writer down
+                log.exception("decision log: could not serialise a record", extra={"request_id": entry.request_id})
+                self.write_errors += 1
+        try:
+            for entry_policy, line in zip((e.policy for e in batch), lines, strict=False):
+                self._write_line(entry_policy, line)
+            if self._file is not None:
+                self._file.flush()
+        except OSError as exc:
+            self.write_errors += 1
+            log.error("decision log: write failed: %s", exc)
+
+    def _write_line(self, policy: str, line: str) -> None:
+        if self._file is None:
+            self._open()
+        if policy != self._file_policy:
+            header = self._policies.get(policy, {"kind": "policy", "v": RECORD_VERSION, "version": policy})
+            self._emit(json.dumps(header, separators=(",", ":")))
+            self._file_policy = policy
+        self._emit(line)
+        self.written += 1
+
+    def _emit(self, line: str) -> None:
+        size = len(line.encode("utf-8")) + 1
+        if self._size > 0 and self._size + size > self.settings.max_bytes:
+            self._rotate()
+            if self._file_policy is not None and not line.startswith('{"kind":"policy"'):
+                header = self._policies.get(self._file_policy)
+                if header is not None:
+                    self._emit(json.dumps(header, separators=(",", ":")))
+        assert self._file is not None
+        self._file.write(line + "\n")
+        self._size += size
+
+    def _open(self) -> None:
+        self._file = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - kept open
+        self._size = self._file.tell()
+        self._file_policy = None
+
+    def _rotate(self) -> None:
+        assert self._file is not None
+        self._file.close()
+        backups = self.settings.backups
+        if backups <= 0:
+            os.unlink(self.path)
+        else:
+            for index in range(backups - 1, 0, -1):
+                older = self.path.with_name(f"{self.path.name}.{index}")
+                if older.exists():
+                    os.replace(older, self.path.with_name(f"{self.path.name}.{index + 1}"))
+            os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        self.rotations += 1
+        self._file = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - kept open
+        self._size = 0
+
+    def _record(self, e: _Entry) -> dict[str, Any]:
+        request: dict[str, Any] | None = None
+        if e.api is not None:
+            texts = e.texts or []
+            digest = hashlib.sha256()
+            for segment in texts:
+                digest.update(segment.role.value.encode())
+                digest.update(b"\x00")
+                digest.update(segment.text.encode("utf-8", "surrogatepass"))
+                digest.update(b"\x00")
+            request = {
+                "api": e.api,
+                "model": _cut(e.requested_model),
+                "stream": e.stream,
+                "text_segments": len(texts),
+                "messages": len({s.message_index for s in texts}),
+                "tokens": _estimate_tokens(texts),
+                "text_sha256": digest.hexdigest() if texts else None,
+                "images": [
+                    {"sha256": sha, "format": fmt, "width": w, "height": h, "bytes": n}
+                    for sha, fmt, w, h, n in e.images
+                ],
+                "remote_images": e.remote_images,
+                "tools": e.tools,
+                "turns": e.turns,
+            }
+        signals: dict[str, Any] = {}
+        for s in e.signals:
+            item: dict[str, Any] = {
+                "type": s.type,
+                "status": s.status.value,
+                "score": round(s.score, 6),
+                "labels": {k: round(v, 6) for k, v in s.labels.items()},
+                "latency_ms": round(s.latency_ms, 3),
+                "error": _cut(s.error),
+            }
+            if self.capture and s.evidence:
+                item["evidence"] = list(s.evidence)
+            signals[s.name] = item
+        timings = {k: round(v, 3) for k, v in e.timings.items()}
+        if e.extproc_ms is not None:
+            timings["extproc"] = round(e.extproc_ms, 3)
+        record: dict[str, Any] = {
+            "kind": "request",
+            "v": RECORD_VERSION,
+            "ts": _iso(e.t),
+            "request_id": e.request_id,
+            "path": e.path,
+            "policy": e.policy,
+            "decision": e.decision,
+            "action": e.action,
+            "model": e.model,
+            "status": e.status,
+            "error": e.error,
+            "request": request,
+            "signals": signals,
+            "timings_ms": timings,
+        }
+        if e.body is not None:
+            try:
+                record["body"] = e.body.decode("utf-8")
+            except UnicodeDecodeError:
+                record["body_b64"] = base64.b64encode(e.body).decode("ascii")
+        return record
+
+
+def signal_spec_hash(spec: SignalSpecBase) -> str:
+    """A short hash of a signal's definition: replay compares it to tell changed signals."""
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
+    """Every JSON object in the given decision-log files, in order; malformed lines are skipped."""
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                line = line.strip()
+                if not line:
+                    continue
+                with contextlib.suppress(ValueError):
+                    data = json.loads(line)
+                    if isinstance(data, dict):
+                        yield data
+
+
+def record_body(record: dict[str, Any]) -> bytes | None:
+    """The captured request body of a `request` record, if capture was on."""
+    body = record.get("body")
+    if isinstance(body, str):
+        return body.encode("utf-8", "surrogatepass")
+    encoded = record.get("body_b64")
+    if isinstance(encoded, str):
+        return base64.b64decode(encoded)
+    return None
+
+
+def _estimate_tokens(texts: list[TextSegment]) -> int:
+    from extproc.protocol.request import ApiKind, RoutingRequest
+    from extproc.signals.context import estimate_tokens
+
+    return estimate_tokens(RoutingRequest(api=ApiKind.CHAT, model=None, stream=False, texts=texts))
+
+
+def _cut(value: str | None) -> str | None:
+    if value is None or len(value) <= MAX_FIELD_CHARS:
+        return value
+    return value[:MAX_FIELD_CHARS] + "..."
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1000):03d}Z"

@@ -1,0 +1,303 @@
+"""Prometheus metrics for the router, cheap on the request path.
+
+Every observation happens on the server's event loop thread (the ext_proc servicer, the
+reloader) and so does every scrape (the admin server runs on the same loop), so the
+aggregates below are plain dicts and lists with no locks: a counter increment is a dict
+update (~0.1 us) and a histogram observation a bisect (~0.1 us), about five times cheaper
+than prometheus-client's locked children. prometheus-client renders them at scrape time
+through a custom collector (`collect`), alongside gauges read from live state (in-flight
+requests, model status, cache counters) that cost nothing per request.
+
+Label values come from the policy (decision, model and signal names), from fixed sets in
+the code (outcome, status, phase, stage, error code), never from client input, so the
+number of series is bounded by the policies loaded since start.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from extproc.outcome import RoutingOutcome
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+# Seconds. The text path lives in 10 us .. 1 ms, images in 10 ms .. 1 s, timeouts at seconds.
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.00001,
+    0.000025,
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+ROUTE_STAGES = ("parse", "signals", "decide", "total")
+
+
+class Histogram:
+    """Bucket counts (non-cumulative; +Inf last) and a sum; rendered cumulatively at scrape."""
+
+    __slots__ = ("bounds", "counts", "total")
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        # bisect_left: a value equal to a bound belongs to that bucket (Prometheus' `le`).
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def buckets(self) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        running = 0
+        for bound, n in zip(self.bounds, self.counts, strict=False):
+            running += n
+            out.append((_go_float(bound), running))
+        out.append(("+Inf", running + self.counts[-1]))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    cache: str
+    hits: int
+    misses: int
+
+
+Collect = Callable[[], Iterable[Metric]]
+
+
+class Metrics:
+    """The router's metrics. Call the `record_*` / `observe_*` methods from the event loop."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str, str], int] = {}  # (decision, model, outcome) -> n
+        self.request_errors: dict[str, int] = {}  # error code -> n
+        self.signal_latency: dict[tuple[str, ...], Histogram] = {}  # (signal, type)
+        self.signal_results: dict[tuple[str, str], int] = {}  # (signal, status) -> n
+        self.route_latency = {stage: Histogram() for stage in ROUTE_STAGES}
+        self.phase_latency: dict[str, Histogram] = {}  # ext_proc phase
+        self.images = 0
+        self.image_bytes = 0
+        self.reloads: dict[str, int] = {}  # success / failure / unchanged
+        self.last_reload: dict[str, float] = {}  # result -> unix time
+        self._sources: list[Collect] = []
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+
+    # -- the request path ----------------------------------------------------------------------
+    def record_outcome(self, outcome: RoutingOutcome) -> None:
+        """Count one routed (or refused) request: decision, model, outcome, signals, latencies, images."""
+        model = outcome.model
+        key = (outcome.decision or "none", model.name if model is not None else "none", outcome.action)
+        requests = self.requests
+        requests[key] = requests.get(key, 0) + 1
+        error = outcome.error
+        if error is not None:
+            self.request_errors[error.code] = self.request_errors.get(error.code, 0) + 1
+        latency = self.signal_latency
+        results = self.signal_results
+        for signal in outcome.signals:
+            hist = latency.get((signal.name, signal.type))
+            if hist is None:
+                hist = latency[(signal.name, signal.type)] = Histogram()
+            hist.observe(signal.latency_ms / 1000.0)
+            rkey = (signal.name, signal.status.value)
+            results[rkey] = results.get(rkey, 0) + 1
+        stages = self.route_latency
+        for stage, ms in outcome.timings_ms.items():
+            hist = stages.get(stage)
+            if hist is not None:
+                hist.observe(ms / 1000.0)
+        request = outcome.request
+        if request is not None and request.images:
+            self.images += len(request.images)
+            self.image_bytes += sum(image.byte_size for image in request.images)
+
+    def record_failure(self, outcome: str) -> None:
+        """A request the router could not answer itself (`not_ready`, `internal_error`)."""
+        key = ("none", "none", outcome)
+        self.requests[key] = self.requests.get(key, 0) + 1
+
+    def observe_phase(self, phase: str, seconds: float) -> None:
+        hist = self.phase_latency.get(phase)
+        if hist is None:
+            hist = self.phase_latency[phase] = Histogram()
+        hist.observe(seconds)
+
+    def record_reload(self, result: str) -> None:
+        self.reloads[result] = self.reloads.get(result, 0) + 1
+        self.last_reload[result] = time.time()
+
+    # -- scraping ------------------------------------------------------------------------------
+    def add_source(self, collect: Collect) -> None:
+        """Add metrics read from live state at scrape time (gauges, counters kept elsewhere)."""
+        self._sources.append(collect)
+
+    def exposition(self) -> bytes:
+        data: bytes = generate_latest(self.registry)
+        return data
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "vsr_requests", "Requests by winning decision, model and outcome", labels=["decision", "model", "outcome"]
+        )
+        for (decision, model, outcome), n in sorted(self.requests.items()):
+            requests.add_metric([decision, model, outcome], n)
+        yield requests
+        errors = CounterMetricFamily("vsr_request_errors", "Requests answered with an error, by code", labels=["code"])
+        for code, n in sorted(self.request_errors.items()):
+            errors.add_metric([code], n)
+        yield errors
+
+        results = CounterMetricFamily(
+            "vsr_signal_results",
+            "Signal results by status (matched, not_matched, unavailable, error, timeout)",
+            labels=["signal", "status"],
+        )
+        for (signal, status), n in sorted(self.signal_results.items()):
+            results.add_metric([signal, status], n)
+        yield results
+        yield _histograms(
+            "vsr_signal_latency_seconds", "Signal evaluation latency", ["signal", "type"], self.signal_latency
+        )
+        yield _histograms(
+            "vsr_route_latency_seconds",
+            "Router latency by stage: parse, signals, decide, total (the decision latency)",
+            ["stage"],
+            {(stage,): hist for stage, hist in self.route_latency.items()},
+        )
+        yield _histograms(
+            "vsr_extproc_phase_seconds",
+            "Time spent answering each ext_proc phase",
+            ["phase"],
+            {(phase,): hist for phase, hist in self.phase_latency.items()},
+        )
+        images = CounterMetricFamily("vsr_images", "Decoded request images seen")
+        images.add_metric([], self.images)
+        yield images
+        image_bytes = CounterMetricFamily("vsr_image_bytes", "Bytes of decoded request images seen")
+        image_bytes.add_metric([], self.image_bytes)
+        yield image_bytes
+
+        reloads = CounterMetricFamily(
+            "vsr_policy_reloads", "Policy reloads by result (success, failure, unchanged)", labels=["result"]
+        )
+        last = GaugeMetricFamily(
+            "vsr_policy_last_reload_timestamp_seconds", "Unix time of the last reload, by result", labels=["result"]
+        )
+        for result in ("success", "failure", "unchanged"):
+            reloads.add_metric([result], self.reloads.get(result, 0))
+            if result in self.last_reload:
+                last.add_metric([result], self.last_reload[result])
+        yield reloads
+        yield last
+        for source in self._sources:
+            yield from source()
+
+
+def cache_metrics(stats: Iterable[CacheStats]) -> list[Metric]:
+    hits = CounterMetricFamily("vsr_cache_hits", "Cache hits, by cache", labels=["cache"])
+    misses = CounterMetricFamily("vsr_cache_misses", "Cache misses, by cache", labels=["cache"])
+    ratio = GaugeMetricFamily("vsr_cache_hit_ratio", "Hits / (hits + misses) since start, by cache", labels=["cache"])
+    for s in stats:
+        hits.add_metric([s.cache], s.hits)
+        misses.add_metric([s.cache], s.misses)
+        lookups = s.hits + s.misses
+        ratio.add_metric([s.cache], s.hits / lookups if lookups else 0.0)
+    return [hits, misses, ratio]
+
+
+def model_cache_stats(models: Iterable[tuple[str, Any]]) -> list[CacheStats]:
+    """Hit/miss counters of the loaded models that keep them (vision embeddings, OCR results)."""
+    out: list[CacheStats] = []
+    for name, model in models:
+        image_cache = getattr(model, "image_cache", None)
+        if image_cache is not None and hasattr(image_cache, "hits"):
+            out.append(CacheStats(f"{name}_embeddings", int(image_cache.hits), int(image_cache.misses)))
+        elif hasattr(model, "hits") and hasattr(model, "misses"):
+            out.append(CacheStats(name, int(model.hits), int(model.misses)))
+    return out
+
+
+def _go_float(value: float) -> str:
+    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+def _histograms(
+    name: str, documentation: str, labels: list[str], hists: Mapping[tuple[str, ...], Histogram]
+) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, documentation, labels=labels)
+    for label_values, hist in sorted(hists.items()):
+        family.add_metric(list(label_values), hist.buckets(), hist.total)
+    return family
+
+
+def live_metrics(*, in_flight: int, router: object | None, decision_log: object | None) -> list[Metric]:
+    """Gauges and counters read from live state at scrape time: nothing per request."""
+    out: list[Metric] = []
+    gauge = GaugeMetricFamily("vsr_in_flight_requests", "ext_proc streams being handled now")
+    gauge.add_metric([], in_flight)
+    out.append(gauge)
+    policy = getattr(router, "policy", None)
+    info = GaugeMetricFamily("vsr_policy_info", "The active policy (value 1), by version", labels=["version"])
+    if policy is not None:
+        info.add_metric([str(policy.version)], 1)
+    out.append(info)
+    registry = getattr(router, "models", None)
+    loaded = GaugeMetricFamily("vsr_model_loaded", "1 when the model is loaded, 0 when unavailable", labels=["model"])
+    models: list[tuple[str, Any]] = []
+    if registry is not None:
+        for status in registry.statuses():
+            loaded.add_metric([status.name], 1 if status.loaded else 0)
+            if status.loaded:
+                models.append((status.name, registry.get(status.name, _not_loaded)))
+    out.append(loaded)
+    out.extend(cache_metrics(model_cache_stats(models)))
+    if decision_log is not None:
+        records = CounterMetricFamily(
+            "vsr_decision_log_records", "Decision log records by result (written, dropped, error)", labels=["result"]
+        )
+        records.add_metric(["written"], getattr(decision_log, "written", 0))
+        records.add_metric(["dropped"], getattr(decision_log, "dropped", 0))
+        records.add_metric(["error"], getattr(decision_log, "write_errors", 0))
+        out.append(records)
+        rotations = CounterMetricFamily("vsr_decision_log_rotations", "Decision log file rotations")
+        rotations.add_metric([], getattr(decision_log, "rotations", 0))
+        out.append(rotations)
+    return out
+
+
+def _not_loaded() -> Any:
+    from extproc.models.registry import ModelUnavailable
+
+    raise ModelUnavailable("not loaded")

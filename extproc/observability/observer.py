@@ -1,0 +1,66 @@
+"""The one place the request path reports to: metrics and the decision log, from the servicer.
+
+The ext_proc servicer calls `phase` after answering each Envoy phase and `outcome` once per
+decided request (`failure` when the router could not answer). Requests explained through the
+admin API or the CLI are not reported: metrics and the log describe live traffic only.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+
+from extproc.observability.decision_log import DecisionLog
+from extproc.observability.metrics import Metrics
+from extproc.outcome import RoutingOutcome
+
+# The x-request-id of the request being handled (set by the servicer); log records get it.
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("vsr_request_id", default=None)
+
+
+class Observer:
+    def __init__(self, metrics: Metrics | None = None, decision_log: DecisionLog | None = None) -> None:
+        self.metrics = metrics
+        self.decision_log = decision_log
+
+    def phase(self, phase: str, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_phase(phase, seconds)
+
+    def outcome(
+        self,
+        outcome: object,
+        *,
+        request_id: str | None,
+        path: str,
+        body: bytes | None = None,
+        extproc_ms: float | None = None,
+    ) -> None:
+        if not isinstance(outcome, RoutingOutcome):  # a test double: nothing to record
+            return
+        if self.metrics is not None:
+            self.metrics.record_outcome(outcome)
+        if self.decision_log is not None:
+            self.decision_log.submit(outcome, request_id=request_id, path=path, body=body, extproc_ms=extproc_ms)
+
+    def failure(self, kind: str, *, request_id: str | None, path: str) -> None:
+        if self.metrics is not None:
+            self.metrics.record_failure(kind)
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds `request_id` (Envoy's x-request-id) to records logged while a request is handled."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "request_id", None) is None:
+            request_id = REQUEST_ID.get()
+            if request_id is not None:
+                record.request_id = request_id
+        return True
+
+
+def install_request_id_filter() -> None:
+    """Put the filter on every root handler (after `configure_logging`)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RequestIdFilter) for f in handler.filters):
+            handler.addFilter(RequestIdFilter())

@@ -1,0 +1,249 @@
+"""The admin HTTP server: a small HTTP/1.1 server on the gRPC server's event loop.
+
+    GET  /metrics            Prometheus text exposition
+    GET  /healthz            state, policy version, each model loaded or unavailable (200 serving, 503 otherwise)
+    POST /v1/explain         an OpenAI request body in, the explain object out (as `extproc explain --json`);
+                             `?path=/v1/responses` names the API (default: inferred from the body, like the CLI)
+    GET  /v1/policy          the active policy: version, path, the validated document, warnings, last reload
+    POST /v1/policy/reload   reload the policy file now (as SIGHUP does) and say what happened
+
+It is built on `asyncio.start_server` (no extra dependency). Each connection carries one
+request (`Connection: close`); reading is bounded in time and size, so a slow or hostile
+client costs a socket, never the event loop. Explain runs the same `Router.route` as the
+ext_proc path, with the active policy; it is not counted in metrics or the decision log.
+Bind it to loopback (the default, `server.admin_host`): it has no authentication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from extproc.observability.metrics import CONTENT_TYPE, Metrics
+from extproc.reload import PolicyReloader, ReloadableRouter
+
+log = logging.getLogger("extproc.admin")
+
+READ_TIMEOUT_S = 10.0
+MAX_HEADER_LINES = 100
+JSON = "application/json"
+REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout"}
+REASONS |= {413: "Payload Too Large", 422: "Unprocessable Entity", 500: "Internal Server Error"}
+REASONS |= {503: "Service Unavailable"}
+
+
+class AdminTarget(Protocol):
+    """What the admin server reads from the running ext_proc server."""
+
+    @property
+    def state(self) -> str: ...  # loading | serving | draining
+    @property
+    def live_router(self) -> object | None: ...
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def reloader(self) -> PolicyReloader | None: ...
+
+
+@dataclass(slots=True)
+class Response:
+    status: int
+    body: bytes
+    content_type: str = JSON
+
+
+def json_response(status: int, data: Any) -> Response:
+    return Response(status, json.dumps(data, ensure_ascii=False, indent=None, default=str).encode() + b"\n")
+
+
+def _error(status: int, message: str) -> Response:
+    return json_response(status, {"error": {"message": message, "code": REASONS.get(status, "error").lower()}})
+
+
+Handler = Callable[[bytes, dict[str, list[str]], dict[str, str]], Awaitable[Response]]
+
+
+class AdminServer:
+    def __init__(
+        self, target: AdminTarget, *, host: str, port: int, metrics: Metrics | None, max_body_bytes: int
+    ) -> None:
+        self.target = target
+        self.host = host
+        self.port = port
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self._server: asyncio.Server | None = None
+        self._routes: dict[tuple[str, str], Handler] = {
+            ("GET", "/metrics"): self._metrics,
+            ("GET", "/healthz"): self._healthz,
+            ("POST", "/v1/explain"): self._explain,
+            ("GET", "/v1/policy"): self._policy,
+            ("POST", "/v1/policy/reload"): self._reload,
+        }
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self) -> int:
+        self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=64 * 1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("admin listening", extra={"address": self.address})
+        return self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+            self._server = None
+
+    # -- HTTP -----------------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                response = await asyncio.wait_for(self._serve_one(reader), READ_TIMEOUT_S)
+            except TimeoutError:
+                response = _error(408, "request not received in time")
+            except (ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
+                response = _error(400, "malformed HTTP request")
+            head = (
+                f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Status')}\r\n"
+                f"Content-Type: {response.content_type}\r\n"
+                f"Content-Length: {len(response.body)}\r\n"
+                "Connection: close\r\n\r\n"
+            )
+            writer.write(head.encode("latin-1") + response.body)
+            await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
+        except (ConnectionError, TimeoutError):
+            pass
+        except Exception:
+            log.exception("admin request failed")
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve_one(self, reader: asyncio.StreamReader) -> Response:
+        line = await reader.readline()
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+            raise ValueError("bad request line")
+        method, target = parts[0].upper(), parts[1]
+        headers: dict[str, str] = {}
+        for _ in range(MAX_HEADER_LINES):
+            raw = await reader.readline()
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            name, sep, value = raw.decode("latin-1").partition(":")
+            if not sep:
+                raise ValueError("bad header line")
+            headers[name.strip().lower()] = value.strip()
+        else:
+            return _error(400, "too many headers")
+        length = int(headers.get("content-length", "0") or "0")
+        if length < 0:
+            raise ValueError("negative content-length")
+        if length > self.max_body_bytes:
+            return _error(413, f"body over {self.max_body_bytes} bytes")
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            return _error(400, "chunked bodies are not supported; send content-length")
+        body = await reader.readexactly(length) if length else b""
+        url = urlsplit(target)
+        handler = self._routes.get((method, url.path))
+        if handler is None:
+            if any(path == url.path for _, path in self._routes):
+                return _error(405, f"{method} not allowed on {url.path}")
+            return _error(404, f"no such endpoint: {url.path}")
+        try:
+            return await handler(body, parse_qs(url.query), headers)
+        except Exception:
+            log.exception("admin handler failed", extra={"path": url.path})
+            return _error(500, "internal error")
+
+    # -- endpoints ------------------------------------------------------------------------------
+    async def _metrics(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        if self.metrics is None:
+            return _error(404, "metrics are disabled (observability.metrics: false)")
+        return Response(200, self.metrics.exposition(), CONTENT_TYPE)
+
+    async def _healthz(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        return json_response(*health(self.target))
+
+    async def _explain(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        router = self.target.live_router
+        route = getattr(router, "route", None)
+        if router is None or route is None:
+            return _error(503, "the router is still loading its policy and models")
+        from extproc.cli.explain import _guess_path
+
+        path = query.get("path", [""])[0] or _guess_path(body)
+        outcome = await route(body, path=path, request_id=headers.get("x-request-id"))
+        to_dict = getattr(outcome, "to_dict", None)
+        if to_dict is None:
+            return _error(500, "this router does not explain its outcomes")
+        return json_response(200, to_dict())
+
+    async def _policy(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        router = self.target.live_router
+        if not isinstance(router, ReloadableRouter):
+            return _error(503, "no policy loaded yet")
+        policy = router.policy
+        reloader = self.target.reloader
+        return json_response(
+            200,
+            {
+                "version": policy.version,
+                "path": str(policy.path) if policy.path is not None else None,
+                "signals": {
+                    name: {"type": signal.type, "on_error": signal.on_error, "unavailable": signal.unavailable_reason()}
+                    for name, signal in policy.signals.items()
+                },
+                "decisions": [d.name for d in policy.decisions] + [policy.default.name],
+                "warnings": [d.format() for d in policy.warnings],
+                "last_reload": reloader.last.to_dict() if reloader is not None and reloader.last else None,
+                "policy": policy.spec.model_dump(mode="json", exclude_none=True),
+            },
+        )
+
+    async def _reload(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        reloader = self.target.reloader
+        if reloader is None:
+            return _error(503, "reloading is not available (router not loaded yet)")
+        result = await reloader.reload("api")
+        return json_response(422 if result.result == "failure" else 200, result.to_dict())
+
+
+def health(target: AdminTarget) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, body) of /healthz: 200 only while serving; `degraded` when a model is unavailable."""
+    router = target.live_router
+    state = target.state
+    data: dict[str, Any] = {"status": state, "in_flight": target.in_flight, "time": time.time()}
+    models: list[dict[str, Any]] = []
+    registry = getattr(router, "models", None)
+    statuses = getattr(registry, "statuses", None)
+    if callable(statuses):
+        models = [{"name": s.name, "loaded": s.loaded, "detail": s.detail} for s in statuses()]
+    data["models"] = models
+    if isinstance(router, ReloadableRouter):
+        policy = router.policy
+        data["policy"] = {"version": policy.version, "path": str(policy.path) if policy.path is not None else None}
+        data["unavailable_signals"] = {
+            name: reason for name, signal in policy.signals.items() if (reason := signal.unavailable_reason())
+        }
+    else:
+        data["policy"] = None
+        data["unavailable_signals"] = {}
+    data["degraded"] = any(not m["loaded"] for m in models) or bool(data["unavailable_signals"])
+    reloader = target.reloader
+    if reloader is not None and reloader.last is not None:
+        last = reloader.last
+        data["last_reload"] = {"result": last.result, "at": last.at, "version": last.version, "errors": last.errors}
+    return (200 if state == "serving" else 503), data
