@@ -77,6 +77,7 @@ with warnings.catch_warnings():
     from envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3 import (
         HttpConnectionManager,
         HttpConnectionManagerCodecType,
+        HttpConnectionManagerPathWithEscapedSlashesAction,
         HttpFilter,
     )
     from envoy_data_plane.envoy.extensions.resource_monitors.downstream_connections.v3 import (
@@ -368,6 +369,11 @@ def http_connection_manager(
     hcm = HttpConnectionManager(
         stat_prefix=stat_prefix,
         codec_type=HttpConnectionManagerCodecType.AUTO,
+        # Canonical paths before any filter looks at them, so `//v1/chat/completions` or
+        # `/v1/chat%2Fcompletions` cannot slip past the router's inference-path check.
+        normalize_path=True,
+        merge_slashes=True,
+        path_with_escaped_slashes_action=HttpConnectionManagerPathWithEscapedSlashesAction.UNESCAPE_AND_FORWARD,
         route_config=RouteConfiguration(
             name="vsr",
             virtual_hosts=[VirtualHost(name="llm", domains=["*"], routes=list(route_list))],

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import time
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
@@ -140,7 +142,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             key = header.key.lower()
             if key.startswith(":"):
                 if key == ":path":
-                    stream.path = _value(header).split("?", 1)[0]
+                    stream.path = canonical_path(_value(header))
                 elif key == ":method":
                     method = _value(header)
             elif key.startswith(ROUTING_PREFIX):
@@ -236,6 +238,15 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 "elapsed_ms": round((time.perf_counter() - stream.started) * 1000, 3),
             },
         )
+
+
+def canonical_path(raw: str) -> str:
+    """The path as an upstream would resolve it: no query, percent-decoded, dot segments and
+    repeated or trailing slashes removed. Envoy normalises too (see envoy_config), but the
+    inference-path check must not depend on the proxy's settings."""
+    path = unquote(raw.split("?", 1)[0].split("#", 1)[0])
+    path = posixpath.normpath("/" + path.lstrip("/")) if path else "/"
+    return "/" if path in ("", ".") else path
 
 
 def _value(header: Any) -> str:

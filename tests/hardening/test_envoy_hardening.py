@@ -216,14 +216,6 @@ def policy_models() -> dict[str, dict[str, str]]:
     return {m["name"]: m for m in data["models"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN HOLE (reported): the servicer matches inference paths exactly, and the Envoy config does not "
-    "normalise paths, so POST /v1/chat/completions/ (and %2F, //, dot-segment variants) passes through "
-    "unclassified to the default cluster; upstreams that strip the slash or decode %2F serve it. "
-    "Fix: canonicalise the path in grpc_service (or set normalize_path/merge_slashes/"
-    "path_with_escaped_slashes_action in envoy_config). Remove this marker when fixed.",
-)
 @pytest.mark.parametrize("path", ["/v1/chat/completions/", "//v1/chat/completions", "/v1/chat%2Fcompletions"])
 def test_path_variants_of_an_inference_path_are_classified(stack: LoggedStack, path: str) -> None:
     reply = post(stack.config.envoy.listener_port, JAILBREAK, path=path)
