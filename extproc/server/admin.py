@@ -1,7 +1,8 @@
 """The admin HTTP server: a small HTTP/1.1 server on the gRPC server's event loop.
 
     GET  /metrics            Prometheus text exposition
-    GET  /healthz            state, policy version, each model loaded or unavailable (200 serving, 503 otherwise)
+    GET  /healthz            state, policy version, each model loaded or unavailable, signals that cannot run
+                             (`degraded`); 200 while serving, 503 while loading or draining
     POST /v1/explain         an OpenAI request body in, the explain object out (as `extproc explain --json`);
                              `?path=/v1/responses` names the API (default: inferred from the body, like the CLI)
     GET  /v1/policy          the active policy: version, path, the validated document, warnings, last reload
@@ -241,7 +242,9 @@ def health(target: AdminTarget) -> tuple[int, dict[str, Any]]:
     else:
         data["policy"] = None
         data["unavailable_signals"] = {}
-    data["degraded"] = any(not m["loaded"] for m in models) or bool(data["unavailable_signals"])
+    # Degraded: a signal of the active policy cannot run (its model is unavailable). A model that
+    # failed for an older policy stays listed under `models`, but no longer degrades routing.
+    data["degraded"] = bool(data["unavailable_signals"])
     reloader = target.reloader
     if reloader is not None and reloader.last is not None:
         last = reloader.last
