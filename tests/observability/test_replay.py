@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,14 +43,12 @@ def router_for(text: str, tmp_path: Path, name: str) -> Router:
     return Router.from_settings(Settings.load(None, environ={}).model_copy(update={"policy_path": path}))
 
 
-def rows(report_dict: dict[str, object]) -> set[tuple[str, str, int]]:
-    out = set()
-    for t in report_dict["transitions"]:  # type: ignore[attr-defined]
-        side = lambda s: (
-            f"{s['decision']}->{s['model']}" if s["action"] == "route" else f"{s['decision']}({s['action']})"
-        )  # noqa: E731
-        out.add((side(t["from"]), side(t["to"]), t["count"]))
-    return out
+def side(s: dict[str, str]) -> str:
+    return f"{s['decision']}->{s['model']}" if s["action"] == "route" else f"{s['decision']}({s['action']})"
+
+
+def rows(report_dict: dict[str, Any]) -> set[tuple[str, str, int]]:
+    return {(side(t["from"]), side(t["to"]), t["count"]) for t in report_dict["transitions"]}
 
 
 async def test_same_policy_replays_without_changes(router: Router, tmp_path: Path) -> None:
