@@ -267,11 +267,13 @@ def run_foreground(config: StackConfig) -> int:
         stack.stop()
         return 130
     url = stack.base_url
+    admin_port = config.env.get("VSR_SERVER__ADMIN_PORT", os.environ.get("VSR_SERVER__ADMIN_PORT", "9190"))
     print(
         "\n".join(
             [
                 "",
                 f"stack up: Envoy {url}  (admin {stack.admin_url}, config {stack.envoy_config_path})",
+                f"  router admin http://127.0.0.1:{admin_port}: /metrics /healthz /v1/policy, POST /v1/explain",
                 f"  curl -s {url}/v1/chat/completions -H 'content-type: application/json' \\",
                 '    -d \'{"model":"auto","messages":[{"role":"user","content":"Hello!"}]}\' -i',
                 "Ctrl-C stops everything.",
