@@ -21,8 +21,12 @@ Record kinds (`"kind"`): `policy` (see above) and `request`:
      "policy": "<version>", "decision": "...", "action": "route", "model": "...", "status": 200,
      "error": null, "request": {"api", "model", "stream", "text_segments", "messages", "tokens",
      "text_sha256", "images": [{"sha256", "format", "width", "height", "bytes"}], "remote_images",
-     "tools", "turns"}, "signals": {"<name>": {"type", "status", "score", "labels", "latency_ms",
-     "error"}}, "timings_ms": {"parse", "signals", "decide", "total", "extproc"}}
+     "tools", "turns"}, "signals": {"<name>": {"status", "latency_ms", "score"?, "labels"?, "error"?}},
+     "timings_ms": {"parse", "signals", "decide", "total", "extproc"}}
+
+A signal's `score` is left out when 0, `labels` keep only those above 0 and `error` is left
+out when there is none (the engine reads absent and zero alike); its type is in the `policy`
+record.
 """
 
 from __future__ import annotations
@@ -223,16 +227,16 @@ class DecisionLog:
             self._writing = False
 
     def _write(self, batch: list[_Entry]) -> None:
-        lines: list[str] = []
+        lines: list[tuple[str, str]] = []  # (policy version, line)
         for entry in batch:
             try:
-                lines.append(json.dumps(self._record(entry), ensure_ascii=False, separators=(",", ":")))
+                lines.append((entry.policy, json.dumps(self._record(entry), ensure_ascii=False, separators=(",", ":"))))
             except Exception:  # a record must never take the writer down
                 log.exception("decision log: could not serialise a record", extra={"request_id": entry.request_id})
                 self.write_errors += 1
         try:
-            for entry_policy, line in zip((e.policy for e in batch), lines, strict=False):
-                self._write_line(entry_policy, line)
+            for policy, line in lines:
+                self._write_line(policy, line)
             if self._file is not None:
                 self._file.flush()
         except OSError as exc:
@@ -309,16 +313,19 @@ class DecisionLog:
                 "turns": e.turns,
             }
         signals: dict[str, Any] = {}
+        capture = self.capture
         for s in e.signals:
-            item: dict[str, Any] = {
-                "type": s.type,
-                "status": s.status.value,
-                "score": round(s.score, 6),
-                "labels": {k: round(v, 6) for k, v in s.labels.items()},
-                "latency_ms": round(s.latency_ms, 3),
-                "error": _cut(s.error),
-            }
-            if self.capture and s.evidence:
+            # Defaults are left out (score 0, no labels above 0, no error): the engine reads them the same way.
+            item: dict[str, Any] = {"status": s.status.value, "latency_ms": round(s.latency_ms, 3)}
+            if s.score:
+                item["score"] = round(s.score, 6)
+            if s.labels:
+                labels = {k: round(v, 6) for k, v in s.labels.items() if v > 0.0}
+                if labels:
+                    item["labels"] = labels
+            if s.error is not None:
+                item["error"] = _cut(s.error)
+            if capture and s.evidence:
                 item["evidence"] = list(s.evidence)
             signals[s.name] = item
         timings = {k: round(v, 3) for k, v in e.timings.items()}

@@ -7,8 +7,10 @@ Each `request` record is re-decided one of two ways:
 - **from logged signal results** (the default, privacy-preserving log): the new policy's
   engine (`decide`, the same pure function the router uses) is run over the logged
   results. A signal the new policy has that the log lacks is *unknown* (its `on_error`
-  applies), and a signal whose definition changed since the log was written is re-used
-  with its old results; the report names both, with how many records they touched.
+  applies); a signal the logged policy had but did not run for a record (lazy dispatch:
+  no decision needed it) is unknown there whatever its `on_error`; a signal whose
+  definition changed since the log was written is re-used with its old results. The
+  report names each, with how many records they touched.
 
 Records of requests that failed before any decision (malformed JSON, a corrupt image) are
 kept as logged: no policy changes how a request is parsed. The report is a transition
@@ -17,6 +19,7 @@ table: (decision -> model) before and after, with counts and example request ids
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +35,9 @@ from extproc.signals.base import SignalResult, SignalStatus
 from extproc.signals.context import BYTES_PER_TOKEN, TOKENS_PER_MESSAGE
 
 Key = tuple[str, str, str]  # (decision, model, action)
+# Whether the engine can tell "not run because no decision needed it" (unknown) from "failed"
+# (on_error): routers that dispatch signals lazily log only the signals they ran.
+_DECIDE_HAS_MISSING = "missing" in inspect.signature(decide).parameters
 MODES = ("results", "body", "request_error")
 
 
@@ -76,6 +82,7 @@ class ReplayReport:
     transitions: dict[tuple[Key, Key], Transition] = field(default_factory=dict)
     new_signals: Counter[str] = field(default_factory=Counter)  # in the new policy, not in the log
     changed_signals: Counter[str] = field(default_factory=Counter)  # definition differs from the logged one
+    skipped_signals: Counter[str] = field(default_factory=Counter)  # logged policy had it, did not run it
     on_error: dict[str, str] = field(default_factory=dict)
     examples_per_row: int = 3
 
@@ -103,6 +110,11 @@ class ReplayReport:
                 f"signal {name!r} is not in the log (new in this policy): treated as unknown "
                 f"(on_error={self.on_error.get(name, 'no_match')}) in {n} re-decided record(s)"
             )
+        for name, n in sorted(self.skipped_signals.items()):
+            out.append(
+                f"signal {name!r} was not run for {n} logged record(s) (their decision did not need it): "
+                "unknown there, whatever its on_error"
+            )
         for name, n in sorted(self.changed_signals.items()):
             out.append(
                 f"signal {name!r} is defined differently than when the log was written: its logged results "
@@ -120,6 +132,7 @@ class ReplayReport:
             "transitions": [t.to_dict() for t in self.rows()],
             "new_signals": dict(self.new_signals),
             "changed_signals": dict(self.changed_signals),
+            "skipped_signals": dict(self.skipped_signals),
             "notes": self.notes(),
         }
 
@@ -192,15 +205,23 @@ async def replay(
             continue
         logged: dict[str, Any] = record.get("signals") or {}
         header_signals: dict[str, Any] = headers.get(str(record.get("policy")), {}).get("signals") or {}
-        for name in policy.signals:
-            if name not in logged:
-                report.new_signals[name] += 1
-            else:
+        results: dict[str, SignalResult] = {}
+        for name, signal in policy.signals.items():
+            if name in logged:
+                results[name] = _result(name, logged[name])
                 old = header_signals.get(name, {}).get("spec_sha256")
                 if old is not None and old != new_hashes.get(name):
                     report.changed_signals[name] += 1
-        results = {name: _result(name, logged[name]) for name in policy.signals if name in logged}
-        decided = decide(policy, stub_request(record["request"]), results)
+            elif header_signals.get(name, {}).get("used") and _DECIDE_HAS_MISSING:
+                report.skipped_signals[name] += 1  # the logged policy had it but did not need it: unknown
+            else:
+                report.new_signals[name] += 1  # no result to replay: a failed signal, so its on_error applies
+                results[name] = SignalResult.failed(name, signal.type, SignalStatus.UNAVAILABLE, "not in the log")
+        stub = stub_request(record["request"])
+        if _DECIDE_HAS_MISSING:
+            decided = decide(policy, stub, results, missing="unknown")  # type: ignore[call-arg,unused-ignore]
+        else:
+            decided = decide(policy, stub, results)
         model = decided.model.name if decided.model is not None else None
         report.add(before, (_s(decided.decision), _s(model), decided.action), request_id, "results")
     return report

@@ -146,8 +146,8 @@ def test_traffic_is_counted_in_metrics_and_written_to_the_decision_log(obs: ObsS
     assert delta("vsr_request_errors_total", code="invalid_json") == 1
     assert delta("vsr_signal_results_total", signal="jailbreak", status="matched") == 1
     assert delta("vsr_signal_results_total", signal="leaked_secret", status="matched") == 1
-    assert delta("vsr_signal_results_total", signal="scan", status="unavailable") == 9  # every parsed request
-    assert delta("vsr_signal_latency_seconds_count", signal="identity_pii", type="pii") == 9
+    assert delta("vsr_signal_results_total", signal="scan", status="unavailable") >= 3  # at least the 3 images
+    assert delta("vsr_signal_latency_seconds_count", signal="jailbreak", type="jailbreak") == 9  # every parsed request
     assert delta("vsr_images_total") == 3 and delta("vsr_image_bytes_total") > 0
     assert delta("vsr_route_latency_seconds_count", stage="total") == 10
     assert delta("vsr_extproc_phase_seconds_count", phase="request_body") == 10

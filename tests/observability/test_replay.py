@@ -11,7 +11,7 @@ import pytest
 
 from extproc.cli import main
 from extproc.observability.decision_log import DecisionLog, read_records
-from extproc.observability.replay import replay, stub_request
+from extproc.observability.replay import _DECIDE_HAS_MISSING, replay, stub_request
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings, Settings
 from extproc.signals.context import estimate_tokens
@@ -151,3 +151,21 @@ def test_cli_prints_the_table_and_gates_on_change(
     bad_policy.write_text(POLICY.replace("{signal: has_image}", "{signal: nope}"))
     assert main(["replay", str(log), "--policy", str(bad_policy)]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not _DECIDE_HAS_MISSING, reason="the engine has no lazy-dispatch `missing` mode")
+async def test_signals_the_logged_policy_skipped_are_unknown_not_failed(router: Router, tmp_path: Path) -> None:
+    # A lazily dispatched record: `secret` (a safety signal, on_error=match) was not run.
+    log = tmp_path / "lazy.jsonl"
+    dl = DecisionLog(DecisionLogSettings(path=log))
+    dl.start()
+    dl.register_policy(router.policy)
+    dl.submit(await router.route(chat("hello there")), request_id="lazy", path="/v1/chat/completions")
+    dl.close()
+    lines = log.read_text().splitlines()
+    record = json.loads(lines[1])
+    del record["signals"]["secret"]
+    log.write_text(lines[0] + "\n" + json.dumps(record) + "\n")
+    report = await replay(read_records([log]), router)
+    assert report.changed == 0 and report.skipped_signals["secret"] == 1 and not report.new_signals
+    assert "signal 'secret' was not run" in report.render()
