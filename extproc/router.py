@@ -10,12 +10,12 @@ from extproc.errors import RequestError
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
-from extproc.policy.engine import decide
+from extproc.policy.engine import decide, needed_signals
 from extproc.policy.load import CompiledPolicy, load_policy
 from extproc.protocol.openai import parse_request
 from extproc.protocol.request import RoutingRequest
 from extproc.settings import Settings
-from extproc.signals.base import BuildContext
+from extproc.signals.base import BuildContext, SignalResult
 from extproc.signals.dispatch import Dispatcher
 from extproc.signals.registry import SignalCatalog
 
@@ -95,14 +95,17 @@ class Router:
         deadline = time.monotonic() + self.settings.dispatch.request_deadline_ms / 1000.0
         dispatcher = Dispatcher(self.executor, policy.spec.signal_timeout_ms)
         try:
-            results = await dispatcher.run(policy.signals.values(), request, deadline)
+            results = await self._dispatch_lazily(policy, dispatcher, request, deadline)
         except RequestError as exc:
             outcome = self._error(policy, exc)
             outcome.request = request
             outcome.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
             return outcome
         signalled = time.perf_counter()
-        result = decide(policy, request, results)
+        result = decide(policy, request, results, missing="unknown")
+        skipped = [name for name in policy.signals if name not in results]
+        if skipped:
+            result.notes.append(f"not needed, not run: {', '.join(skipped)}")
         done = time.perf_counter()
         return RoutingOutcome(
             action=result.action,
@@ -125,6 +128,21 @@ class Router:
                 "total": (done - started) * 1000.0,
             },
         )
+
+    @staticmethod
+    async def _dispatch_lazily(
+        policy: CompiledPolicy, dispatcher: Dispatcher, request: RoutingRequest, deadline: float
+    ) -> dict[str, SignalResult]:
+        """Cheap signals first, then only the heavy ones the undecided decisions still need."""
+        signals = policy.signals
+        results = await dispatcher.run(
+            [s for s in signals.values() if s.inline or dispatcher.answers_without_running(s, request)],
+            request,
+            deadline,
+        )
+        while needed := needed_signals(policy, results):
+            results.update(await dispatcher.run([signals[name] for name in needed], request, deadline))
+        return results
 
     @staticmethod
     def _error(policy: CompiledPolicy, exc: RequestError) -> RoutingOutcome:

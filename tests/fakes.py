@@ -51,6 +51,21 @@ class FakeSignal(Signal):
         return frozenset(spec.labels) or None
 
 
+class FakeInlineSpec(FakeSpec):
+    type: Literal["fake_inline"] = "fake_inline"  # type: ignore[assignment]
+
+
+class FakeInlineSignal(FakeSignal):
+    """Cheap and synchronous, like the regex signals: runs before any heavy signal."""
+
+    inline: ClassVar[bool] = True
+
+    def compute(self, request: RoutingRequest) -> Evaluation:
+        spec = self.spec
+        assert isinstance(spec, FakeSpec)
+        return Evaluation(matched=spec.behaviour == "match", score=spec.score, labels=spec.labels)
+
+
 class FakeSafetySpec(FakeSpec):
     type: Literal["fake_safety"] = "fake_safety"  # type: ignore[assignment]
 
@@ -92,6 +107,7 @@ class RendezvousSignal(Signal):
 
 FAKE_TYPES = (
     SignalType("fake", FakeSpec, FakeSignal),
+    SignalType("fake_inline", FakeInlineSpec, FakeInlineSignal),
     SignalType("fake_safety", FakeSafetySpec, FakeSafetySignal),
     SignalType("fake_image", FakeImageSpec, FakeImageSignal),
     SignalType("rendezvous", RendezvousSpec, RendezvousSignal),

@@ -67,12 +67,55 @@ def leaf_value(leaf: Leaf, result: SignalResult | None, on_error: str) -> Tri:
     return Tri.of(leaf.min_score is None or result.score >= leaf.min_score)
 
 
-def decide(policy: CompiledPolicy, request: RoutingRequest, results: Mapping[str, SignalResult]) -> EngineResult:
+def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> list[str]:
+    """Signals that must still run before the winning decision is certain; empty once it is.
+
+    Signals not yet run count as unknown. Walking decisions by priority, one that is false
+    stays false whatever the pending signals say, and the first one that is true wins
+    whatever they say (Kleene logic is monotone), so only the pending signals of the first
+    undecided decision are worth running next. This is what keeps OCR off requests that
+    text already decided, and embeddings off requests a cheap prefilter cleared.
+    """
+    on_error = {name: signal.on_error for name, signal in policy.signals.items()}
+    for decision in policy.decisions:
+        pending: list[str] = []
+
+        def value_of(leaf: Leaf, pending: list[str] = pending) -> Tri:
+            result = results.get(leaf.signal)
+            if result is None:
+                if leaf.signal not in pending:
+                    pending.append(leaf.signal)
+                return Tri.UNKNOWN
+            return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
+
+        value, _ = evaluate(decision.when, value_of)
+        if value is Tri.TRUE:
+            return []
+        if value is Tri.UNKNOWN and pending:
+            return pending
+    return []
+
+
+def decide(
+    policy: CompiledPolicy,
+    request: RoutingRequest,
+    results: Mapping[str, SignalResult],
+    *,
+    missing: Literal["unknown", "on_error"] = "on_error",
+) -> EngineResult:
+    """The winning decision for `results`.
+
+    `missing` says what a signal absent from `results` means: "unknown" when it was skipped
+    because no decision needed it (the router's lazy dispatch), "on_error" when it should be
+    treated as a failure of that signal (replaying a log under a policy with new signals).
+    """
     on_error = {name: signal.on_error for name, signal in policy.signals.items()}
 
     # A signal with on_error=reject that could not answer rejects the request outright.
     for name in policy.signals:
         signal_result = results.get(name)
+        if signal_result is None and missing == "unknown":
+            continue
         if on_error[name] == "reject" and (signal_result is None or not signal_result.known):
             status = signal_result.status.value if signal_result is not None else "missing"
             return EngineResult(
@@ -86,7 +129,10 @@ def decide(policy: CompiledPolicy, request: RoutingRequest, results: Mapping[str
             )
 
     def value_of(leaf: Leaf) -> Tri:
-        return leaf_value(leaf, results.get(leaf.signal), on_error.get(leaf.signal, "no_match"))
+        result = results.get(leaf.signal)
+        if result is None and missing == "unknown":
+            return Tri.UNKNOWN
+        return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
 
     winner: Decision | DefaultDecision | None = None
     trace: list[DecisionTrace] = []

@@ -14,6 +14,8 @@ from extproc.models.executor import HeavyExecutor
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, SignalContext, SignalResult, SignalStatus, SignalUnavailable
 
+_IMAGE_ONLY = frozenset({"image", "image_meta"})
+
 
 class Dispatcher:
     def __init__(self, executor: HeavyExecutor, default_timeout_ms: float) -> None:
@@ -27,6 +29,11 @@ class Dispatcher:
         pending: dict[asyncio.Task[Evaluation], tuple[Signal, float]] = {}
         inline: list[Signal] = []
         for signal in signals:
+            if self.answers_without_running(signal, request):
+                results[signal.name] = SignalResult(
+                    signal.name, signal.type, SignalStatus.NOT_MATCHED, evidence=("request has no images",)
+                )
+                continue
             reason = signal.unavailable_reason()
             if reason is not None:
                 results[signal.name] = SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, reason)
@@ -48,6 +55,11 @@ class Dispatcher:
         for task, (signal, started) in pending.items():
             results[signal.name] = self._collect(signal, task, started)
         return results
+
+    @staticmethod
+    def answers_without_running(signal: Signal, request: RoutingRequest) -> bool:
+        """An image-only signal on a request without any image is a known "no", model or not."""
+        return signal.reads <= _IMAGE_ONLY and not request.has_images
 
     async def _bounded(self, signal: Signal, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         timeout_ms = signal.spec.timeout_ms or self.default_timeout_ms

@@ -49,8 +49,37 @@ async def test_highest_priority_match_wins_and_trace_covers_every_decision() -> 
         "high",
         "big-text",
     )
-    assert [(t.name, t.value) for t in outcome.trace] == [("high", Tri.TRUE), ("low", Tri.TRUE), ("general", Tri.FALSE)]
-    assert outcome.matched_signals() == ["hi", "lo"]
+    # `lo` only matters to a lower decision, so lazy dispatch never ran it: unknown, not false.
+    assert [(t.name, t.value) for t in outcome.trace] == [("high", Tri.TRUE), ("low", Tri.UNKNOWN), ("general", Tri.FALSE)]
+    assert outcome.matched_signals() == ["hi"]
+    assert any("not run: lo" in note for note in outcome.notes)
+
+
+async def test_lazy_dispatch_runs_only_what_the_undecided_decision_needs() -> None:
+    body = policy(
+        "  - {name: cheap_gate, type: fake_inline, behaviour: no_match}\n"
+        "  - {name: expensive, type: fake, behaviour: raise}\n"
+        "  - {name: second, type: fake}\n",
+        "  - {name: gated, priority: 3, when: {all: [{signal: cheap_gate}, {signal: expensive}]}, action: {type: route, models: [big-text]}}\n"
+        "  - {name: after, priority: 2, when: {signal: second}, action: {type: route, models: [vlm]}}\n",
+    )
+    outcome = await make_router(body).route(chat())
+    ran = {s.name for s in outcome.signals}
+    # the gate is false, so `gated` is false whatever `expensive` says: it never runs
+    assert ran == {"cheap_gate", "second"}
+    assert outcome.decision == "after"
+
+
+async def test_image_only_signals_answer_no_for_text_requests_without_running() -> None:
+    body = policy(
+        "  - {name: vision, type: fake_image, behaviour: unavailable}\n",
+        "  - {name: pictures, priority: 1, when: {signal: vision}, action: {type: route, models: [vlm]}}\n",
+    )
+    router = make_router(body)
+    text_only = await router.route(chat())
+    assert text_only.signals[0].status is SignalStatus.NOT_MATCHED and text_only.decision == "general"
+    with_image = await router.route(json.dumps(chat_with_images(data_uri(image_bytes()))).encode())
+    assert with_image.signals[0].status is SignalStatus.UNAVAILABLE
 
 
 async def test_default_when_nothing_matches_and_first_failed_leaf_is_named() -> None:

@@ -120,13 +120,25 @@ default: {name: general, action: {type: route, models: [general]}}
         elapsed = time.perf_counter() - started
         assert elapsed < 0.8, f"{elapsed:.3f}s"
         status = {s.name: s.status for s in outcome.signals}
+        # The guard hit the request deadline and failed closed, which decided the request: the
+        # signals only lower-priority rules need were never started (lazy dispatch).
+        assert status == {"guard": SignalStatus.TIMEOUT}
+        assert (outcome.decision, outcome.model.name if outcome.model else None) == ("guarded", "safe")  # fail closed
+        # With the guard answering "no" at once, the rest run under what is left of the deadline.
+        router.policy.signals["guard"] = router.policy.signals["quick"].__class__(
+            router.policy.signals["guard"].spec.model_copy(update={"delay_ms": 0.0, "behaviour": "no_match"})
+        )
+        started = time.perf_counter()
+        outcome = await router.route(chat())
+        assert time.perf_counter() - started < 0.8
+        status = {s.name: s.status for s in outcome.signals}
         assert status == {
+            "guard": SignalStatus.NOT_MATCHED,
             "slow": SignalStatus.TIMEOUT,
             "patient": SignalStatus.TIMEOUT,
             "quick": SignalStatus.MATCHED,
-            "guard": SignalStatus.TIMEOUT,
         }
-        assert (outcome.decision, outcome.model.name if outcome.model else None) == ("guarded", "safe")  # fail closed
+        assert outcome.decision == "general"
     finally:
         router.close()
 
