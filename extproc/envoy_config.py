@@ -124,7 +124,7 @@ class EnvoyOptions:
     # 16 MB image is ~21.3 MB of base64, so 24 MiB of body plus headroom; larger gets 413.
     buffer_limit_bytes: int = 26 * MiB
     # Per ext_proc message. Image requests run OCR and a vision encoder (~1 s on 2 CPU cores)
-    # under the router's own 2 s deadline, so this must sit above that deadline.
+    # under the router's own 4 s deadline (dispatch.request_deadline_ms): stay above it.
     message_timeout_s: float = 5.0
     route_timeout_s: float = 300.0  # generations can be long; 0 disables
     max_downstream_connections: int = 50_000

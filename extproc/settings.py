@@ -59,7 +59,9 @@ class LimitSettings(_Section):
 
 
 class DispatchSettings(_Section):
-    request_deadline_ms: float = Field(default=2000.0, gt=0)
+    # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals; Envoy's
+    # ext_proc message_timeout (5 s in envoy/envoy.yaml) must stay above it.
+    request_deadline_ms: float = Field(default=4000.0, gt=0)
     executor_workers: int = Field(default=1, ge=1)
     torch_threads: int | None = Field(default=2, ge=1)
 

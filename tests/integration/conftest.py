@@ -15,11 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"
 
 
-def stack_config(**env: str) -> StackConfig:
+def stack_config(policy: Path = POLICY, **env: str) -> StackConfig:
     return StackConfig(
-        policy=POLICY,
+        policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
-        upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(POLICY)},
+        upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(policy)},
         env={"VSR_SERVER__DEBUG_HEADERS": "true", "VSR_LOGGING__LEVEL": "WARNING", **env},
         stream_delay_ms=30.0,
         start_timeout_s=180.0,

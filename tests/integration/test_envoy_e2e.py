@@ -9,6 +9,7 @@ import io
 import json
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,41 @@ SCENARIOS = [
     ("completions_legacy.json", "/v1/completions", "general", "general"),
     ("xray_image.json", "/v1/chat/completions", "medical_image", "medical-vlm"),
     ("describe_image.json", "/v1/chat/completions", "general", "general-vlm"),
+    # the seed scenarios decided by what the image says (OCR): the MRZ, the leaked key
+    ("passport_image.json", "/v1/chat/completions", "identity_document", "restricted-vlm"),
+    ("code_screenshot.json", "/v1/chat/completions", "code_security_review", "code-security"),
 ]
+
+# A policy whose out-of-domain rule needs no vision model, for the clarification path itself.
+CLARIFY_POLICY = """
+version: 1
+models:
+  - {name: general, cluster: general, modalities: [text], address: "127.0.0.1:8004"}
+  - {name: general-vlm, cluster: general_vlm, modalities: [text, image], address: "127.0.0.1:8005"}
+signals:
+  - {name: has_image, type: modality}
+  - {name: medical_question, type: keyword, keywords: [diagnosis, pain]}
+decisions:
+  - name: out_of_domain_image
+    priority: 10
+    when: {all: [{signal: has_image}, {signal: medical_question}]}
+    action: {type: clarify, message: "Could you share the relevant scan instead?"}
+default: {name: general, action: {type: route, models: [general, general-vlm]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def clarify_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedStack]:
+    policy = tmp_path_factory.mktemp("clarify") / "clarify.yaml"
+    policy.write_text(CLARIFY_POLICY)
+    running = LoggedStack(stack_config(policy=policy))
+    try:
+        running.start()
+    except Exception:
+        print("\n".join(running.lines[-60:]))
+        raise
+    yield running
+    running.stop()
 
 
 def load(name: str) -> dict[str, Any]:
@@ -80,8 +115,25 @@ def test_jailbreak_is_refused_with_openai_error(stack: LoggedStack) -> None:
     assert "x-demo-upstream" not in error.response.headers  # no upstream saw it
 
 
-def test_out_of_domain_image_gets_a_clarifying_completion(stack: LoggedStack) -> None:
-    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=load("car_medical_question.json"), timeout=30)
+def test_without_a_vision_model_out_of_domain_stays_undecided(stack: LoggedStack) -> None:
+    """Default policy, no vision model: "not a medical image" is unknown, so no clarification
+    fires on its account; the request goes to the default's image-capable model."""
+    reply = httpx.post(
+        stack.base_url + "/v1/chat/completions",
+        json=load("car_medical_question.json"),
+        headers={"x-vsr-debug": "true"},
+        timeout=30,
+    )
+    assert reply.status_code == 200, reply.text[:300]
+    assert (reply.headers["x-vsr-decision"], reply.headers["x-demo-upstream"]) == ("general", "general_vlm")
+    assert "out_of_domain_image=u" in reply.headers["x-vsr-trace"]
+    assert "image_kind=unavailable" in reply.headers["x-vsr-trace"]
+
+
+def test_out_of_domain_image_gets_a_clarifying_completion(clarify_stack: LoggedStack) -> None:
+    reply = httpx.post(
+        clarify_stack.base_url + "/v1/chat/completions", json=load("car_medical_question.json"), timeout=30
+    )
     assert reply.status_code == 200
     assert reply.headers["x-vsr-decision"] == "out_of_domain_image"
     assert "x-demo-upstream" not in reply.headers
@@ -242,9 +294,9 @@ def test_fifteen_megabyte_image_is_routed_with_its_body_rewritten(stack: LoggedS
     assert reply.json()["model"] == "Qwen/Qwen2.5-VL-7B-Instruct"
 
 
-def test_streaming_clarification_is_sse(stack: LoggedStack) -> None:
+def test_streaming_clarification_is_sse(clarify_stack: LoggedStack) -> None:
     body = load("car_medical_question.json")
-    chunks = list(client(stack).chat.completions.create(model="auto", messages=body["messages"], stream=True))
+    chunks = list(client(clarify_stack).chat.completions.create(model="auto", messages=body["messages"], stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text  # a clarifying question, streamed as chat.completion.chunk events
     assert chunks[-1].choices[0].finish_reason == "stop"
