@@ -1,0 +1,125 @@
+"""The default policy's image rules, driven through the real image_labels signal with an
+encoder whose embeddings are controlled: each test image "shows" one label exactly.
+
+No real SigLIP weights can be had on the build machines, so this checks the wiring (label
+sets, templates, top-k, thresholds, rule trees, priorities, actions) rather than the model;
+`extproc probe` checks real weights.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from extproc.images import DecodedImage
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.policy.load import load_policy
+from extproc.router import Router
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
+from tests.protocol.images_util import chat_with_images, data_uri, image_bytes
+
+POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
+
+
+class ControlledEncoder:
+    """Stands in for the SigLIP encoder: label prompts and images embed to one-hot vectors."""
+
+    def __init__(self, label_prompts: dict[str, list[str]], image_labels: dict[str, str]) -> None:
+        self.labels = list(label_prompts)
+        self.prompt_label = {p: label for label, prompts in label_prompts.items() for p in prompts}
+        self.image_labels = image_labels  # sha256 -> label
+        self.embedded: list[str] = []
+
+    def _one_hot(self, label: str | None) -> np.ndarray:
+        vec = np.zeros(len(self.labels) + 1, dtype=np.float32)
+        vec[self.labels.index(label) if label in self.labels else -1] = 1.0
+        return vec
+
+    def embed_texts(self, texts: Iterable[str], *, batch_size: int = 32) -> np.ndarray:
+        return np.stack([self._one_hot(self.prompt_label.get(t)) for t in texts])
+
+    def cached_embeddings(self, images: Sequence[DecodedImage]) -> list[np.ndarray | None]:
+        return [None for _ in images]
+
+    def embed_decoded(self, images: Sequence[DecodedImage]) -> np.ndarray:
+        self.embedded.extend(i.sha256 for i in images)
+        return np.stack([self._one_hot(self.image_labels.get(i.sha256)) for i in images])
+
+    def probabilities(self, image_embeddings: np.ndarray, label_embeddings: np.ndarray) -> np.ndarray:
+        cos = image_embeddings @ label_embeddings.T
+        return 1.0 / (1.0 + np.exp(-(10.0 * cos - 5.0)))  # SigLIP's sigmoid(scale * cos + bias)
+
+
+def _image(seed: int) -> bytes:
+    return image_bytes("PNG", size=(24 + seed, 24), mode="RGB")
+
+
+SHOWS = {"passport": 1, "chest_xray": 2, "code_screenshot": 3, "vehicle": 4, "everyday_photo": 5}
+
+
+@pytest.fixture(scope="module")
+def vision_router() -> Iterator[tuple[Router, ControlledEncoder]]:
+    import hashlib
+
+    import yaml
+
+    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
+    spec = next(s for s in yaml.safe_load(POLICY.read_text())["signals"] if s["type"] == "image_labels")
+    from extproc.signals.image_labels import ImageLabelsSpec
+
+    parsed = ImageLabelsSpec.model_validate(spec)
+    prompts = {label: parsed.prompts(label) for label in parsed.labels}
+    image_labels = {hashlib.sha256(_image(seed)).hexdigest(): label for label, seed in SHOWS.items()}
+    encoder = ControlledEncoder(prompts, image_labels)
+    models = ModelRegistry()
+    models.put("vision", encoder, detail="controlled test encoder")
+    executor = HeavyExecutor(1, None)
+    ctx = BuildContext(settings=settings, executor=executor, models=models)
+    router = Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)
+    yield router, encoder
+    router.close()
+
+
+def request(label: str, text: str) -> bytes:
+    return json.dumps(chat_with_images(data_uri(_image(SHOWS[label])), text=text)).encode()
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "decision", "model"),
+    [
+        ("passport", "Summarize this", "identity_document", "restricted-vlm"),
+        ("chest_xray", "What does this show?", "medical_image", "medical-vlm"),
+        ("code_screenshot", "Find the bug", "code_security_review", "code-security"),
+        ("vehicle", "I have chest pain, what could the diagnosis be?", "out_of_domain_image", None),
+        ("everyday_photo", "Is this rash an infection?", "out_of_domain_image", None),
+        ("vehicle", "What colour is this?", "general", "general-vlm"),
+        ("code_screenshot", "Describe this picture", "general", "general-vlm"),
+    ],
+)
+async def test_seed_scenarios_are_decided_by_the_image(
+    vision_router: tuple[Router, ControlledEncoder], label: str, text: str, decision: str, model: str | None
+) -> None:
+    router, _ = vision_router
+    outcome = await router.route(request(label, text))
+    assert outcome.decision == decision, outcome.to_dict()["trace"]
+    assert (outcome.model.name if outcome.model else None) == model
+    image_kind = next(s for s in outcome.signals if s.name == "image_kind")
+    assert set(image_kind.labels) == {label}
+    if decision == "out_of_domain_image":
+        assert outcome.action == "clarify" and json.loads(outcome.immediate_response().body)["choices"]
+
+
+async def test_text_only_requests_never_reach_the_encoder(vision_router: tuple[Router, ControlledEncoder]) -> None:
+    router, encoder = vision_router
+    before = len(encoder.embedded)
+    outcome = await router.route(
+        json.dumps({"model": "auto", "messages": [{"role": "user", "content": "What is a radiograph?"}]}).encode()
+    )
+    assert outcome.decision == "general" and len(encoder.embedded) == before
+    assert {s.name for s in outcome.signals}.isdisjoint({"topic"})  # no embedding without an image or a suspect
