@@ -28,7 +28,9 @@ def test_check_passes_bundled_policies(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_check_exits_1_and_prints_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text(DEFAULT.read_text().replace("when: {signal: jailbreak}", "when: {signal: jailbrake}"))
+    text = DEFAULT.read_text()
+    assert "- {signal: jailbreak}" in text
+    bad.write_text(text.replace("- {signal: jailbreak}", "- {signal: jailbrake}"))
     assert main(["check", str(bad)]) == 1
     out = capsys.readouterr().out
     assert f"{bad}:" in out and "unknown signal 'jailbrake'" in out
