@@ -20,7 +20,7 @@ import pytest
 
 from extproc.stack import port_open
 from tests.hardening import imagegen as gen
-from tests.integration.conftest import POLICY, REPO, LoggedStack, stack_config
+from tests.integration.conftest import POLICY, REPO, LoggedStack, running_stack, stack_config
 
 pytestmark = pytest.mark.integration
 
@@ -72,14 +72,8 @@ def post(port: int, body: bytes, headers: list[tuple[str, str]] = (), path: str 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LoggedStack]:
-    running = LoggedStack(stack_config())
-    try:
-        running.start()
-    except Exception:
-        print("\n".join(running.lines[-60:]))
-        raise
-    yield running
-    running.stop()
+    with running_stack(stack_config()) as running:
+        yield running
 
 
 # -- spoofing ---------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,16 +35,26 @@ class LoggedStack(Stack):
         super().__init__(config, sink=self.lines.append)
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LoggedStack]:
-    running = LoggedStack(stack_config())
+@contextlib.contextmanager
+def running_stack(config: StackConfig) -> Iterator[LoggedStack]:
+    """Start a stack, show its last output if it fails to come up, always stop it."""
+    running = LoggedStack(config)
     try:
         running.start()
     except Exception:
         print("\n".join(running.lines[-60:]))
+        running.stop()
         raise
-    yield running
-    running.stop()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LoggedStack]:
+    with running_stack(stack_config()) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from tests.integration.conftest import REPO, LoggedStack, stack_config
+from tests.integration.conftest import REPO, LoggedStack, running_stack, stack_config
 
 pytestmark = pytest.mark.integration
 
@@ -59,14 +59,8 @@ default: {name: general, action: {type: route, models: [general, general-vlm]}}
 def clarify_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoggedStack]:
     policy = tmp_path_factory.mktemp("clarify") / "clarify.yaml"
     policy.write_text(CLARIFY_POLICY)
-    running = LoggedStack(stack_config(policy=policy))
-    try:
-        running.start()
-    except Exception:
-        print("\n".join(running.lines[-60:]))
-        raise
-    yield running
-    running.stop()
+    with running_stack(stack_config(policy=policy)) as running:
+        yield running
 
 
 def load(name: str) -> dict[str, Any]:
@@ -183,25 +177,26 @@ def png_noise(side: int) -> bytes:
     return out.getvalue()
 
 
-def test_five_megabyte_image_passes(stack: LoggedStack) -> None:
-    image = png_noise(1340)
-    assert len(image) >= 5 * 1024 * 1024
-    body = {
+def describe_picture(png: bytes) -> dict[str, Any]:
+    url = "data:image/png;base64," + base64.b64encode(png).decode()
+    return {
         "model": "auto",
         "messages": [
             {
                 "role": "user",
                 "content": [
                     {"type": "text", "text": "Describe this picture."},
-                    {
-                        "type": "image_url",
-                        "image_url": {"url": "data:image/png;base64," + base64.b64encode(image).decode()},
-                    },
+                    {"type": "image_url", "image_url": {"url": url}},
                 ],
             }
         ],
     }
-    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=body, timeout=60)
+
+
+def test_five_megabyte_image_passes(stack: LoggedStack) -> None:
+    image = png_noise(1340)
+    assert len(image) >= 5 * 1024 * 1024
+    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=describe_picture(image), timeout=60)
     assert reply.status_code == 200, reply.text[:500]
     assert reply.headers["x-demo-upstream"] == "general_vlm"
 
@@ -273,22 +268,7 @@ def test_fifteen_megabyte_image_is_routed_with_its_body_rewritten(stack: LoggedS
     and the rewritten body to the upstream."""
     image = png_noise(2300)
     assert len(image) >= 15 * 1024 * 1024
-    body = {
-        "model": "auto",
-        "messages": [
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "Describe this picture."},
-                    {
-                        "type": "image_url",
-                        "image_url": {"url": "data:image/png;base64," + base64.b64encode(image).decode()},
-                    },
-                ],
-            }
-        ],
-    }
-    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=body, timeout=60)
+    reply = httpx.post(stack.base_url + "/v1/chat/completions", json=describe_picture(image), timeout=60)
     assert reply.status_code == 200, reply.text[:500]
     assert reply.headers["x-demo-upstream"] == "general_vlm"
     assert reply.json()["model"] == "Qwen/Qwen2.5-VL-7B-Instruct"
