@@ -19,7 +19,6 @@ table: (decision -> model) before and after, with counts and example request ids
 
 from __future__ import annotations
 
-import inspect
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,9 +34,6 @@ from extproc.signals.base import SignalResult, SignalStatus
 from extproc.signals.context import BYTES_PER_TOKEN, TOKENS_PER_MESSAGE
 
 Key = tuple[str, str, str]  # (decision, model, action)
-# Whether the engine can tell "not run because no decision needed it" (unknown) from "failed"
-# (on_error): routers that dispatch signals lazily log only the signals they ran.
-_DECIDE_HAS_MISSING = "missing" in inspect.signature(decide).parameters
 MODES = ("results", "body", "request_error")
 
 
@@ -212,16 +208,13 @@ async def replay(
                 old = header_signals.get(name, {}).get("spec_sha256")
                 if old is not None and old != new_hashes.get(name):
                     report.changed_signals[name] += 1
-            elif header_signals.get(name, {}).get("used") and _DECIDE_HAS_MISSING:
+            elif header_signals.get(name, {}).get("used"):
                 report.skipped_signals[name] += 1  # the logged policy had it but did not need it: unknown
             else:
                 report.new_signals[name] += 1  # no result to replay: a failed signal, so its on_error applies
                 results[name] = SignalResult.failed(name, signal.type, SignalStatus.UNAVAILABLE, "not in the log")
-        stub = stub_request(record["request"])
-        if _DECIDE_HAS_MISSING:
-            decided = decide(policy, stub, results, missing="unknown")  # type: ignore[call-arg,unused-ignore]
-        else:
-            decided = decide(policy, stub, results)
+        # Absent now means "not run" (unknown); signals new to the policy were added above as failed.
+        decided = decide(policy, stub_request(record["request"]), results, missing="unknown")
         model = decided.model.name if decided.model is not None else None
         report.add(before, (_s(decided.decision), _s(model), decided.action), request_id, "results")
     return report

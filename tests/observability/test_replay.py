@@ -11,7 +11,7 @@ import pytest
 
 from extproc.cli import main
 from extproc.observability.decision_log import DecisionLog, read_records
-from extproc.observability.replay import _DECIDE_HAS_MISSING, replay, stub_request
+from extproc.observability.replay import replay, stub_request
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings, Settings
 from extproc.signals.context import estimate_tokens
@@ -153,7 +153,6 @@ def test_cli_prints_the_table_and_gates_on_change(
     assert "nope" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not _DECIDE_HAS_MISSING, reason="the engine has no lazy-dispatch `missing` mode")
 async def test_signals_the_logged_policy_skipped_are_unknown_not_failed(router: Router, tmp_path: Path) -> None:
     # A lazily dispatched record: `secret` (a safety signal, on_error=match) was not run.
     log = tmp_path / "lazy.jsonl"
