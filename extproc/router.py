@@ -56,7 +56,11 @@ class Router:
         return BuildContext(settings=self.settings, executor=self.executor, models=self.models)
 
     def load(self, path: Path | str | None = None) -> CompiledPolicy:
-        """Validate and build a policy (models included) without swapping it in."""
+        """Validate and build a policy (models included) without swapping it in.
+
+        Loaded models are reused; models that failed before are tried again.
+        """
+        self.models.forget_failures()
         return load_policy(path or self.settings.policy_path, self.build_context(), catalog=self.catalog)
 
     def swap(self, policy: CompiledPolicy) -> CompiledPolicy:

@@ -66,6 +66,14 @@ class ModelRegistry:
             self._models[name] = model
             self._status[name] = ModelStatus(name, True, detail)
 
+    def forget_failures(self) -> list[str]:
+        """Let models that failed to load be tried again (a reload after the operator fixed them)."""
+        with self._lock:
+            failed = [name for name, status in self._status.items() if not status.loaded]
+            for name in failed:
+                del self._status[name]
+            return failed
+
     def statuses(self) -> list[ModelStatus]:
         with self._lock:
             return sorted(self._status.values(), key=lambda s: s.name)

@@ -295,3 +295,22 @@ async def test_clarify_is_an_assistant_reply(stream: bool) -> None:
     else:
         data = json.loads(reply.body)
         assert data["object"] == "chat.completion" and data["choices"][0]["message"]["content"] == "Which one?"
+
+
+def test_a_reload_retries_models_that_failed_to_load() -> None:
+    from extproc.models.registry import ModelRegistry, ModelUnavailable
+
+    registry = ModelRegistry()
+    attempts: list[int] = []
+
+    def broken() -> object:
+        attempts.append(1)
+        raise OSError("weights missing")
+
+    for _ in range(2):
+        with pytest.raises(ModelUnavailable):
+            registry.get("vision", broken)
+    assert len(attempts) == 1  # a failure is remembered, not retried per request
+    assert registry.forget_failures() == ["vision"]
+    assert registry.get("vision", lambda: "loaded now") == "loaded now"
+    assert [s.loaded for s in registry.statuses()] == [True]

@@ -21,7 +21,13 @@ def stack_config(policy: Path = POLICY, **env: str) -> StackConfig:
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
         upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(policy)},
-        env={"VSR_SERVER__DEBUG_HEADERS": "true", "VSR_LOGGING__LEVEL": "WARNING", **env},
+        # A free admin port too: several stacks may be up at once within one test run.
+        env={
+            "VSR_SERVER__DEBUG_HEADERS": "true",
+            "VSR_LOGGING__LEVEL": "WARNING",
+            "VSR_SERVER__ADMIN_PORT": str(free_port()),
+            **env,
+        },
         stream_delay_ms=30.0,
         start_timeout_s=180.0,
     )
