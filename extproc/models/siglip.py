@@ -234,6 +234,9 @@ class VisionEncoder:
         info = inspect_checkpoint(model_dir)
         import torch
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a tqdm bar would break the server's JSON log lines
 
         if threads is not None:
             torch.set_num_threads(threads)

@@ -67,6 +67,9 @@ class TextEmbedder:
     ) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a tqdm bar would break the server's JSON log lines
 
         if torch_threads is not None:
             torch.set_num_threads(torch_threads)
