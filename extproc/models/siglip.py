@@ -236,7 +236,7 @@ class VisionEncoder:
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # a tqdm bar would break the server's JSON log lines
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # tqdm would break JSON log lines
 
         if threads is not None:
             torch.set_num_threads(threads)
