@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from extproc.cli.common import load_settings
+from extproc.cli.common import load_settings, router_or_report
 from extproc.outcome import RoutingOutcome
-from extproc.policy.load import PolicyError
 from extproc.router import Router
 
 _API_PATHS = {
@@ -35,11 +34,8 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     if args.policy is not None:
         settings = settings.model_copy(update={"policy_path": args.policy})
-    try:
-        router = Router.from_settings(settings)
-    except PolicyError as exc:
-        for diagnostic in exc.diagnostics:
-            print(diagnostic.format(), file=sys.stderr)
+    router = router_or_report(settings)
+    if router is None:
         return 1
     try:
         return asyncio.run(_explain_all(router, args))
@@ -56,24 +52,13 @@ async def _explain_all(router: Router, args: argparse.Namespace) -> int:
             print(f"{name}: cannot read: {exc.strerror or exc}", file=sys.stderr)
             status = 1
             continue
-        outcome = await router.route(body, path=args.path or _guess_path(body))
+        # Without --path the parser tells the API from the body (messages / input / prompt).
+        outcome = await router.route(body, path=args.path or "")
         if args.json:
             print(json.dumps({"file": name, **outcome.to_dict()}, ensure_ascii=False))
         else:
             print(render_table(name, outcome))
     return status
-
-
-def _guess_path(body: bytes) -> str:
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return "/v1/chat/completions"
-    if isinstance(data, dict):
-        for key, api in (("messages", "chat_completions"), ("input", "responses"), ("prompt", "completions")):
-            if key in data:
-                return _API_PATHS[api]
-    return "/v1/chat/completions"
 
 
 def render_table(name: str, outcome: RoutingOutcome) -> str:

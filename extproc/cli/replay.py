@@ -15,11 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-from extproc.cli.common import load_settings
+from extproc.cli.common import load_settings, router_or_report
 from extproc.observability.decision_log import read_records
 from extproc.observability.replay import replay
-from extproc.policy.load import PolicyError
-from extproc.router import Router
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,11 +44,8 @@ def run(args: argparse.Namespace) -> int:
         if not log.is_file():
             print(f"{log}: no such file", file=sys.stderr)
             return 2
-    try:
-        router = Router.from_settings(settings)
-    except PolicyError as exc:
-        for diagnostic in exc.diagnostics:
-            print(diagnostic.format(), file=sys.stderr)
+    router = router_or_report(settings)
+    if router is None:
         return 2
     try:
         report = asyncio.run(

@@ -183,9 +183,7 @@ class AdminServer:
         route = getattr(router, "route", None)
         if router is None or route is None:
             return _error(503, "the router is still loading its policy and models")
-        from extproc.cli.explain import _guess_path
-
-        path = query.get("path", [""])[0] or _guess_path(body)
+        path = query.get("path", [""])[0]  # empty: the parser tells the API from the body
         outcome = await route(body, path=path, request_id=headers.get("x-request-id"))
         to_dict = getattr(outcome, "to_dict", None)
         if to_dict is None:
