@@ -171,6 +171,31 @@ def evaluate(cond: Condition, value_of: Callable[[Leaf], Tri]) -> tuple[Tri, Lea
     return (Tri.UNKNOWN, unknown_blame) if unknown_blame is not None else (Tri.FALSE, first_false)
 
 
+def value(cond: Condition, value_of: Callable[[Leaf], Tri]) -> Tri:
+    """Kleene value only, short-circuiting: the hot path's evaluation (no blame for a trace)."""
+    if isinstance(cond, Leaf):
+        return value_of(cond)
+    if isinstance(cond, Not):
+        return ~value(cond.child, value_of)
+    if isinstance(cond, All):
+        result = Tri.TRUE
+        for child in cond.children:
+            child_value = value(child, value_of)
+            if child_value is Tri.FALSE:
+                return Tri.FALSE
+            if child_value is Tri.UNKNOWN:
+                result = Tri.UNKNOWN
+        return result
+    result = Tri.FALSE
+    for child in cond.children:
+        child_value = value(child, value_of)
+        if child_value is Tri.TRUE:
+            return Tri.TRUE
+        if child_value is Tri.UNKNOWN:
+            result = Tri.UNKNOWN
+    return result
+
+
 def _first_true_leaf(cond: Condition, value_of: Callable[[Leaf], Tri]) -> Leaf | None:
     for leaf in leaves(cond):
         if value_of(leaf) is Tri.TRUE:

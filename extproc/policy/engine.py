@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc.errors import NoCapableModel
-from extproc.policy.conditions import Leaf, Tri, evaluate
+from extproc.policy.conditions import Leaf, Tri, evaluate, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction
 from extproc.protocol.request import RoutingRequest
@@ -88,10 +88,10 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
                 return Tri.UNKNOWN
             return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
 
-        value, _ = evaluate(decision.when, value_of)
-        if value is Tri.TRUE:
+        verdict = value(decision.when, value_of)
+        if verdict is Tri.TRUE:
             return []
-        if value is Tri.UNKNOWN and pending:
+        if verdict is Tri.UNKNOWN and pending:
             return pending
     return []
 

@@ -100,3 +100,14 @@ def test_dnf_agrees_with_evaluation_on_every_assignment() -> None:
 def test_dnf_drops_contradictions() -> None:
     assert to_dnf(All((Leaf("a"), Not(Leaf("a"))))) == []
     assert to_dnf(Any_((Leaf("a"), Leaf("b")))) == [{("a", None, None): True}, {("b", None, None): True}]
+
+
+def test_fast_value_agrees_with_the_tracing_evaluation_on_every_assignment() -> None:
+    from extproc.policy.conditions import value
+
+    cond = parse_condition(
+        {"any": [{"all": [{"signal": "a"}, {"not": {"signal": "b"}}]}, {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}}]}
+    )
+    for a, b, c in itertools.product((T, F, U), repeat=3):
+        assignment = {"a": a, "b": b, "c": c}
+        assert value(cond, values(**assignment)) is evaluate(cond, values(**assignment))[0]
