@@ -83,6 +83,30 @@ class FakeImageSignal(FakeSignal):
     implies_image: ClassVar[bool] = True
 
 
+class ExecutorSpec(SignalSpecBase):
+    """Holds the heavy executor's one worker for `work_ms` of (blocking) time per request."""
+
+    type: Literal["executor_work"] = "executor_work"
+    work_ms: float = 200.0
+
+
+class ExecutorSignal(Signal):
+    started: ClassVar[list[float]] = []
+
+    async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        spec = self.spec
+        assert isinstance(spec, ExecutorSpec)
+
+        def work() -> bool:
+            import time
+
+            self.started.append(time.monotonic())
+            time.sleep(spec.work_ms / 1000.0)
+            return True
+
+        return Evaluation(matched=await ctx.executor.run(work))
+
+
 class RendezvousSpec(SignalSpecBase):
     """Two of these only finish if they run at the same time: each waits for the other."""
 
@@ -111,6 +135,7 @@ FAKE_TYPES = (
     SignalType("fake_safety", FakeSafetySpec, FakeSafetySignal),
     SignalType("fake_image", FakeImageSpec, FakeImageSignal),
     SignalType("rendezvous", RendezvousSpec, RendezvousSignal),
+    SignalType("executor_work", ExecutorSpec, ExecutorSignal),
 )
 
 

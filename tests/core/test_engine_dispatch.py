@@ -314,3 +314,26 @@ def test_a_reload_retries_models_that_failed_to_load() -> None:
     assert registry.forget_failures() == ["vision"]
     assert registry.get("vision", lambda: "loaded now") == "loaded now"
     assert [s.loaded for s in registry.statuses()] == [True]
+
+
+async def test_overload_does_not_pile_up_abandoned_work_on_the_executor() -> None:
+    """Requests that gave up at their deadline take their queued heavy jobs with them, so a
+    burst cannot leave the one executor busy with work nobody waits for any more."""
+    from tests.fakes import ExecutorSignal
+
+    settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "300"})
+    body = policy(
+        "  - {name: heavy, type: executor_work, work_ms: 100, timeout_ms: 10000}\n",
+        "  - {name: d, priority: 1, when: {signal: heavy}, action: {type: route, models: [big-text]}}\n",
+    )
+    router = make_router(body, settings)
+    ExecutorSignal.started.clear()
+    outcomes = await asyncio.gather(*(router.route(chat(f"request {i}")) for i in range(20)))
+    statuses = [o.signals[0].status for o in outcomes]
+    assert statuses.count(SignalStatus.TIMEOUT) >= 10  # 20 x 100 ms of work cannot fit in 300 ms
+    await asyncio.sleep(0.3)  # let the job that was running when the deadline passed finish
+    ran = len(ExecutorSignal.started)
+    assert ran < 10, f"{ran} jobs ran: abandoned jobs were not cancelled"
+    late = await router.route(chat("after the burst"))
+    assert late.signals[0].status is SignalStatus.MATCHED  # the executor is free again at once
+    router.close()
