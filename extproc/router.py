@@ -145,7 +145,10 @@ class Router:
             deadline,
         )
         while needed := needed_signals(policy, results):
-            results.update(await dispatcher.run([signals[name] for name in needed], request, deadline))
+            # The cheapest cost class first: it may settle the decision without the rest.
+            cheapest = min(signals[name].cost for name in needed)
+            batch = [signals[name] for name in needed if signals[name].cost == cheapest]
+            results.update(await dispatcher.run(batch, request, deadline))
         return results
 
     @staticmethod

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import (
+    COST_OCR,
     Evaluation,
     Signal,
     SignalContext,
@@ -107,6 +108,16 @@ class ExecutorSignal(Signal):
         return Evaluation(matched=await ctx.executor.run(work))
 
 
+class FakeOcrSpec(FakeSpec):
+    type: Literal["fake_ocr"] = "fake_ocr"  # type: ignore[assignment]
+
+
+class FakeOcrSignal(FakeSignal):
+    """Costs like OCR: lazy dispatch runs it only after cheaper pending signals."""
+
+    cost: ClassVar[int] = COST_OCR
+
+
 class RendezvousSpec(SignalSpecBase):
     """Two of these only finish if they run at the same time: each waits for the other."""
 
@@ -136,6 +147,7 @@ FAKE_TYPES = (
     SignalType("fake_image", FakeImageSpec, FakeImageSignal),
     SignalType("rendezvous", RendezvousSpec, RendezvousSignal),
     SignalType("executor_work", ExecutorSpec, ExecutorSignal),
+    SignalType("fake_ocr", FakeOcrSpec, FakeOcrSignal),
 )
 
 

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 OnError = Literal["no_match", "match", "reject"]
 
+# Cost classes (`Signal.cost`): a text embedding, a vision-encoder pass, an OCR pass.
+COST_EMBEDDING = 10
+COST_MODEL = 20
+COST_OCR = 30
+
 
 class SignalStatus(StrEnum):
     MATCHED = "matched"
@@ -147,6 +152,10 @@ class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, eit
     # Does a positive match of this signal imply the request carries an image? Used by load-time
     # checks ("this rule requires images; can its models accept them?").
     implies_image: ClassVar[bool] = False
+    # Rough cost class of one evaluation, for lazy dispatch: when a decision still needs several
+    # heavy signals, the cheapest class runs first, since it may settle the decision alone
+    # (a vision label ~80 ms can make OCR ~600 ms unnecessary). Inline signals always run first.
+    cost: ClassVar[int] = COST_MODEL
 
     def __init__(self, spec: SignalSpecBase) -> None:
         self.spec = spec

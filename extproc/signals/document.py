@@ -19,7 +19,7 @@ from extproc.detectors.code import code_likeness
 from extproc.detectors.mrz import find_mrz
 from extproc.models.ocr import OcrResult, OcrService
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
+from extproc.signals.base import COST_OCR, BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
 from extproc.signals.ocr_support import load_ocr, read_images
 
 DocumentLabel = Literal["identity_document", "form", "receipt", "code", "text", "photo"]
@@ -94,6 +94,7 @@ class DocumentSpec(SignalSpecBase):
 
 class DocumentSignal(Signal):
     reads: ClassVar[frozenset[str]] = frozenset({"image"})
+    cost: ClassVar[int] = COST_OCR
     implies_image: ClassVar[bool] = True
 
     def __init__(self, spec: DocumentSpec, ocr: OcrService | None = None, reason: str | None = None) -> None:

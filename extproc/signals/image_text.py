@@ -28,7 +28,7 @@ from extproc.detectors.pii import PII_KINDS, find_pii
 from extproc.detectors.secrets import SECRET_KINDS, find_secrets
 from extproc.models.ocr import OcrService
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
+from extproc.signals.base import COST_OCR, BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
 from extproc.signals.ocr_support import load_ocr, read_images
 
 ImageDetector = Literal["pii", "secrets", "jailbreak", "keyword", "mrz", "code"]
@@ -77,6 +77,7 @@ def _keyword_label(word: str) -> str:
 class ImageTextSignal(Signal):
     safety: ClassVar[bool] = True
     reads: ClassVar[frozenset[str]] = frozenset({"image"})
+    cost: ClassVar[int] = COST_OCR
     implies_image: ClassVar[bool] = True
 
     def __init__(self, spec: ImageTextSpec, ocr: OcrService | None = None, reason: str | None = None) -> None:

@@ -19,7 +19,16 @@ from extproc.models.ocr import OcrService
 from extproc.models.registry import ModelUnavailable
 from extproc.models.text_embedder import FloatArray, TextEmbedder, get_text_embedder
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import BuildContext, Evaluation, Signal, SignalContext, SignalUnavailable, TextSignalSpec
+from extproc.signals.base import (
+    COST_EMBEDDING,
+    COST_OCR,
+    BuildContext,
+    Evaluation,
+    Signal,
+    SignalContext,
+    SignalUnavailable,
+    TextSignalSpec,
+)
 from extproc.signals.ocr_support import load_ocr, read_images
 
 Source = Literal["text", "image_text"]
@@ -45,6 +54,8 @@ class SemanticSpec(TextSignalSpec):
 
 
 class SemanticSignal(Signal):
+    cost: ClassVar[int] = COST_EMBEDDING
+
     def __init__(
         self,
         spec: SemanticSpec,
@@ -155,3 +166,4 @@ class SemanticImageSignal(SemanticSignal):
     """A semantic signal that also reads the text in the request's images (OCR)."""
 
     reads: ClassVar[frozenset[str]] = frozenset({"text", "image"})
+    cost: ClassVar[int] = COST_OCR  # reads OCR text of the images

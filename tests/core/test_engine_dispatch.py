@@ -337,3 +337,20 @@ async def test_overload_does_not_pile_up_abandoned_work_on_the_executor() -> Non
     late = await router.route(chat("after the burst"))
     assert late.signals[0].status is SignalStatus.MATCHED  # the executor is free again at once
     router.close()
+
+
+async def test_cheaper_heavy_signals_run_first_and_can_spare_the_costly_ones() -> None:
+    body = policy(
+        "  - {name: vision, type: fake, labels: {passport: 0.9}}\n"
+        "  - {name: ocr, type: fake_ocr}\n"
+        "  - {name: other_vision, type: fake, behaviour: no_match}\n",
+        "  - {name: identity, priority: 2, when: {any: [{signal: ocr}, {signal: vision, label: passport}]}, action: {type: route, models: [vlm]}}\n"
+        "  - {name: other, priority: 1, when: {signal: other_vision}, action: {type: route, models: [big-text]}}\n",
+    )
+    outcome = await make_router(body).route(chat())
+    assert outcome.decision == "identity"
+    assert {s.name for s in outcome.signals} == {"vision"}  # the vision label settled it: no OCR
+    gated = await make_router(body.replace("labels: {passport: 0.9}", "behaviour: no_match")).route(chat())
+    # vision said no, so OCR ran for `identity` and settled it; `other` was never needed
+    assert {s.name for s in gated.signals} == {"vision", "ocr"}
+    assert gated.decision == "identity"
