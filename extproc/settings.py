@@ -14,12 +14,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extproc.images import ImageLimits
 
 ENV_PREFIX = "VSR_"
 DEFAULT_POLICY = Path(__file__).resolve().parent.parent / "policies" / "default.yaml"
+
+
+class SettingsError(ValueError):
+    """Settings that do not validate: the message names each field, its env variable and the problem."""
+
+
+def _describe(exc: ValidationError, path: Path | str | None) -> str:
+    source = f" (file {path} and VSR_* environment)" if path is not None else " (VSR_* environment)"
+    lines = [f"invalid settings{source}:"]
+    for err in exc.errors():
+        dotted = ".".join(str(part) for part in err["loc"])
+        env = ENV_PREFIX + "__".join(str(part).upper() for part in err["loc"])
+        problem = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        lines.append(f"  {dotted} ({env}): {problem}, got {err.get('input')!r}")
+    return "\n".join(lines)
 
 
 class _Section(BaseModel):
@@ -137,9 +152,14 @@ class Settings(_Section):
         """Settings from `path` (YAML; optional) with `VSR_*` variables from `environ` on top."""
         data: dict[str, Any] = {}
         if path is not None:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            try:
+                loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise SettingsError(f"cannot read settings file {path}: {exc.strerror or exc}") from None
+            except yaml.YAMLError as exc:
+                raise SettingsError(f"settings file {path} is not valid YAML: {exc}") from None
             if loaded is not None and not isinstance(loaded, dict):
-                raise ValueError(f"{path}: settings must be a YAML mapping")
+                raise SettingsError(f"{path}: settings must be a YAML mapping")
             data = loaded or {}
         env = os.environ if environ is None else environ
         for key, raw in env.items():
@@ -152,6 +172,12 @@ class Settings(_Section):
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
                 if not isinstance(node, dict):
-                    raise ValueError(f"{key}: {part} is not a settings section")
-            node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
-        return cls.model_validate(data)
+                    raise SettingsError(f"{key}: {part} is not a settings section")
+            try:
+                node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
+            except yaml.YAMLError:
+                node[parts[-1]] = raw  # not a YAML scalar: keep the text; validation says if it fits
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc, path)) from None

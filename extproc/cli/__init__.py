@@ -8,12 +8,19 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from extproc.settings import SettingsError
+
 # Subcommand modules, each with `add_parser(subparsers)` that sets `func` on its parser.
 COMMANDS: tuple[str, ...] = (
     "extproc.cli.check",
     "extproc.cli.explain",
-    "extproc.cli.serve", "extproc.cli.envoy_config", "extproc.cli.demo", "extproc.cli.stack",  # issue 3
-    "extproc.cli.parity", "extproc.cli.probe", "extproc.cli.models",  # issue 4
+    "extproc.cli.serve",
+    "extproc.cli.envoy_config",
+    "extproc.cli.demo",
+    "extproc.cli.stack",  # issue 3
+    "extproc.cli.parity",
+    "extproc.cli.probe",
+    "extproc.cli.models",  # issue 4
     "extproc.cli.replay",  # issue 6
 )
 
@@ -36,6 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except SettingsError as exc:
+        print(f"extproc: {exc}", file=sys.stderr)
+        return 2
     return code
 
 
