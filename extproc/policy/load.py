@@ -171,8 +171,10 @@ class PolicyLoader:
 
     def parse_mapping(self, raw: Mapping[str, Any]) -> Policy | None:
         data = dict(raw)
-        data["signals"] = self._parse_signals(data.get("signals"))
-        data["decisions"] = self._parse_decisions(data.get("decisions"))
+        if "signals" in data:
+            data["signals"] = self._parse_signals(data["signals"])
+        if "decisions" in data:
+            data["decisions"] = self._parse_decisions(data["decisions"])
         try:
             policy = Policy.model_validate(data)
         except ValidationError as exc:

@@ -30,6 +30,7 @@ from grpc_health.v1._async import HealthServicer
 from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
+from extproc.policy.load import PolicyError
 from extproc.reload import PolicyReloader, ReloadableRouter, ReloadResult
 from extproc.server.admin import AdminServer
 from extproc.server.grpc_service import ExtProcService, RouterLike
@@ -203,7 +204,14 @@ class ExtProcServer:
         done, _ = await asyncio.wait({loader, stopper}, return_when=asyncio.FIRST_COMPLETED)
         code = 0
         if loader in done and loader.exception() is not None:
-            log.error("router failed to load", exc_info=loader.exception())
+            failure = loader.exception()
+            if isinstance(failure, PolicyError):  # an operator's mistake: the diagnostics, no traceback
+                log.error(
+                    "policy is invalid; not serving",
+                    extra={"problems": [d.format() for d in failure.diagnostics if d.severity == "error"]},
+                )
+            else:
+                log.error("router failed to load", exc_info=failure)
             code = 1
         else:
             await stopper

@@ -164,3 +164,10 @@ def test_compile_raises_policy_error_listing_problems(build_ctx: BuildContext) -
     with pytest.raises(PolicyError) as caught:
         compile_policy(GOOD.replace("signal: img", "signal: ghost"), build_ctx)
     assert "unknown signal 'ghost'" in str(caught.value)
+
+
+def test_a_policy_may_omit_signals_and_decisions(build_ctx: BuildContext) -> None:
+    from tests.policy.policy_util import BASE
+
+    policy = compile_policy("default: {name: only, action: {type: route, models: [vlm]}}\n", build_ctx, base=BASE)
+    assert policy.decisions == [] and policy.signals == {} and policy.default.name == "only"
