@@ -86,12 +86,28 @@ def test_serve_reports_health_and_exits_cleanly_on_sigterm() -> None:
 
 
 @pytest.mark.integration
-def test_serve_exits_nonzero_on_a_bad_policy(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("models: [}\n", "invalid YAML"),
+        ("version: 1\nmodels: []\ndefault: {action: {type: route, models: [nope]}}\n", "models"),
+    ],
+)
+def test_serve_exits_1_on_a_bad_policy_with_its_diagnostics(tmp_path: Path, text: str, problem: str) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("models: [}\n")
-    env = {**os.environ, "VSR_POLICY_PATH": str(bad), "VSR_SERVER__GRPC_PORT": str(free_port())}
+    bad.write_text(text)
+    env = {
+        **os.environ,
+        "VSR_POLICY_PATH": str(bad),
+        "VSR_SERVER__GRPC_PORT": str(free_port()),
+        "VSR_SERVER__ADMIN_PORT": str(free_port()),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "extproc", "serve"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 1
-    assert "router failed to load" in proc.stderr
+    output = proc.stdout + proc.stderr
+    records = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    invalid = [r for r in records if r.get("msg") == "policy is invalid; not serving"]
+    assert invalid and any(problem in p for p in invalid[0]["problems"])
+    assert "Traceback" not in output
