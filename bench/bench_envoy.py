@@ -33,7 +33,7 @@ from envoy_data_plane.envoy.config.core.v3 import DataSource  # noqa: E402
 from envoy_data_plane.envoy.config.route.v3 import DirectResponseAction, Route, RouteAction, RouteMatch  # noqa: E402
 from loadgen import LoadResult, build_request, run_load  # noqa: E402
 
-from extproc.envoy_config import (  # noqa: E402
+from extproc.ops.envoy_config import (  # noqa: E402
     EnvoyOptions,
     bootstrap,
     default_cluster_of,
@@ -43,7 +43,7 @@ from extproc.envoy_config import (  # noqa: E402
     to_yaml,
     upstreams_from_policy,
 )
-from extproc.stack import Stack, StackConfig, free_port  # noqa: E402
+from extproc.ops.stack import Stack, StackConfig, free_port  # noqa: E402
 
 UPSTREAM_REPLY = json.dumps(
     {

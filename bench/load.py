@@ -39,8 +39,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extproc.envoy_config import EnvoyOptions, upstreams_from_policy  # noqa: E402
-from extproc.stack import Stack, StackConfig, free_port  # noqa: E402
+from extproc.ops.envoy_config import EnvoyOptions, upstreams_from_policy  # noqa: E402
+from extproc.ops.stack import Stack, StackConfig, free_port  # noqa: E402
 
 REQUESTS = REPO / "policies" / "examples" / "requests"
 POLICY = REPO / "policies" / "default.yaml"

@@ -4,24 +4,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from extproc import headers as vsr
 from extproc.errors import RequestError, error_body
-from extproc.policy.engine import DecisionTrace
+from extproc.policy.engine import ActionKind, DecisionTrace, EngineResult
 from extproc.policy.schema import ModelSpec, Plugins
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps, rewrite_body
 from extproc.signals.base import SignalResult
-
-ActionKind = Literal["route", "reject", "clarify", "error"]
-
-HEADER_CLUSTER = "x-vsr-cluster"
-HEADER_DECISION = "x-vsr-decision"
-HEADER_MODEL = "x-vsr-model"
-HEADER_SIGNALS = "x-vsr-signals"
-HEADER_DEBUG = "x-vsr-debug"
-HEADER_TRACE = "x-vsr-trace"
-HEADER_PREFIX = "x-vsr-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,21 +24,55 @@ class ImmediateResponse:
 
 @dataclass(slots=True)
 class RoutingOutcome:
-    action: ActionKind
-    decision: str | None
+    """The engine's result for one request, with the request, its signal results and timings."""
+
+    result: EngineResult
     policy_version: str
-    status: int = 200
-    model: ModelSpec | None = None
-    message: str | None = None
-    code: str | None = None
-    error: RequestError | None = None
-    plugins: Plugins = field(default_factory=Plugins)
     request: RoutingRequest | None = None
     signals: list[SignalResult] = field(default_factory=list)
-    trace: list[DecisionTrace] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     request_id: str | None = None
+
+    # -- the decision (the engine's words) ------------------------------------------------
+    @property
+    def action(self) -> ActionKind:
+        return self.result.action
+
+    @property
+    def decision(self) -> str | None:
+        return self.result.decision
+
+    @property
+    def status(self) -> int:
+        return self.result.status
+
+    @property
+    def model(self) -> ModelSpec | None:
+        return self.result.model
+
+    @property
+    def message(self) -> str | None:
+        return self.result.message
+
+    @property
+    def code(self) -> str | None:
+        return self.result.code
+
+    @property
+    def error(self) -> RequestError | None:
+        return self.result.error
+
+    @property
+    def plugins(self) -> Plugins:
+        return self.result.plugins
+
+    @property
+    def trace(self) -> list[DecisionTrace]:
+        return self.result.trace
+
+    @property
+    def notes(self) -> list[str]:
+        return self.result.notes
 
     # -- facts --------------------------------------------------------------------------
     def matched_signals(self) -> list[str]:
@@ -62,8 +87,13 @@ class RoutingOutcome:
         """The body to forward upstream: model rewritten, system-prompt plugin applied."""
         if self.action != "route" or self.model is None or self.request is None:
             raise ValueError(f"only a routed request has a rewritten body (action is {self.action})")
+        prompt = self.plugins.system_prompt
         body, notes = rewrite_body(
-            self.request.raw, self.request.api, self.model.target_model, self.plugins.system_prompt
+            self.request.raw,
+            self.request.api,
+            self.model.target_model,
+            prompt.content if prompt is not None else None,
+            prompt.mode if prompt is not None else "insert",
         )
         self.notes.extend(n for n in notes if n not in self.notes)
         return body
@@ -72,18 +102,18 @@ class RoutingOutcome:
         """Headers to set (overwrite) on the request Envoy forwards: routing plus plugin headers."""
         headers = dict(self.plugins.set_headers)
         if self.decision is not None:
-            headers[HEADER_DECISION] = self.decision
+            headers[vsr.DECISION] = self.decision
         if self.model is not None:
-            headers[HEADER_CLUSTER] = self.model.cluster
-            headers[HEADER_MODEL] = self.model.name
+            headers[vsr.CLUSTER] = self.model.cluster
+            headers[vsr.MODEL] = self.model.name
         return headers
 
     def response_headers(self) -> dict[str, str]:
         """Headers the client sees: why its request went where it went."""
         return {
-            HEADER_DECISION: self.decision or "none",
-            HEADER_MODEL: self.model.name if self.model is not None else "none",
-            HEADER_SIGNALS: ",".join(self.matched_signals()) or "none",
+            vsr.DECISION: self.decision or "none",
+            vsr.MODEL: self.model.name if self.model is not None else "none",
+            vsr.SIGNALS: ",".join(self.matched_signals()) or "none",
         }
 
     def trace_header(self) -> str:

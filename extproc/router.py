@@ -10,7 +10,7 @@ from extproc.errors import RequestError
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
-from extproc.policy.engine import decide, needed_signals
+from extproc.policy.engine import EngineResult, decide, needed_signals
 from extproc.policy.load import CompiledPolicy, load_policy
 from extproc.protocol.openai import parse_request
 from extproc.protocol.request import RoutingRequest
@@ -82,10 +82,10 @@ class Router:
                 max_depth=self.settings.limits.max_json_depth,
             )
         except RequestError as exc:
-            outcome = self._error(policy, exc)
-            outcome.request_id = request_id
-            outcome.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
-            return outcome
+            elapsed_ms = (time.perf_counter() - started) * 1000.0
+            return RoutingOutcome(
+                EngineResult.request_error(exc), policy.version, timings_ms={"total": elapsed_ms}, request_id=request_id
+            )
         outcome = await self.route_request(request, policy=policy, started=started)
         outcome.request_id = request_id
         return outcome
@@ -101,10 +101,10 @@ class Router:
         try:
             results = await self._dispatch_lazily(policy, dispatcher, request, deadline)
         except RequestError as exc:
-            outcome = self._error(policy, exc)
-            outcome.request = request
-            outcome.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
-            return outcome
+            elapsed_ms = (time.perf_counter() - started) * 1000.0
+            return RoutingOutcome(
+                EngineResult.request_error(exc), policy.version, request=request, timings_ms={"total": elapsed_ms}
+            )
         signalled = time.perf_counter()
         result = decide(policy, request, results, missing="unknown")
         skipped = [name for name in policy.signals if name not in results]
@@ -112,19 +112,10 @@ class Router:
             result.notes.append(f"not needed, not run: {', '.join(skipped)}")
         done = time.perf_counter()
         return RoutingOutcome(
-            action=result.action,
-            decision=result.decision,
-            policy_version=policy.version,
-            status=result.status,
-            model=result.model,
-            message=result.message,
-            code=result.code,
-            error=result.error,
-            plugins=result.plugins,
+            result,
+            policy.version,
             request=request,
             signals=list(results.values()),
-            trace=result.trace,
-            notes=result.notes,
             timings_ms={
                 "parse": (parsed - started) * 1000.0,
                 "signals": (signalled - parsed) * 1000.0,
@@ -150,12 +141,6 @@ class Router:
             batch = [signals[name] for name in needed if signals[name].cost == cheapest]
             results.update(await dispatcher.run(batch, request, deadline))
         return results
-
-    @staticmethod
-    def _error(policy: CompiledPolicy, exc: RequestError) -> RoutingOutcome:
-        return RoutingOutcome(
-            action="error", decision=None, policy_version=policy.version, status=exc.status, error=exc
-        )
 
     def close(self) -> None:
         self.executor.shutdown()

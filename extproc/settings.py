@@ -17,9 +17,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extproc.images import ImageLimits
+from extproc.protocol.request import API_PATHS
 
 ENV_PREFIX = "VSR_"
-DEFAULT_POLICY = Path(__file__).resolve().parent.parent / "policies" / "default.yaml"
+# Shipped inside the package (policies/default.yaml in the repository links to it), so an
+# installed `extproc` finds its default policy wherever it runs.
+DEFAULT_POLICY = Path(__file__).resolve().parent / "data" / "policies" / "default.yaml"
 
 
 class SettingsError(ValueError):
@@ -52,7 +55,7 @@ class ServerSettings(_Section):
     drain_delay_s: float = 0.0  # after SIGTERM, report NOT_SERVING this long before refusing new streams
     debug_headers: bool = False  # honour `x-vsr-debug: true` with a trace header
     inference_paths: list[str] = Field(
-        default_factory=lambda: ["/v1/chat/completions", "/v1/responses", "/v1/completions"]
+        default_factory=lambda: list(API_PATHS)
     )
 
 

@@ -15,13 +15,13 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.check",
     "extproc.cli.explain",
     "extproc.cli.serve",
-    "extproc.cli.envoy_config",
+    "extproc.cli.envoy_config_cmd",
     "extproc.cli.demo",
-    "extproc.cli.stack",  # issue 3
-    "extproc.cli.parity",
-    "extproc.cli.probe",
-    "extproc.cli.models",  # issue 4
-    "extproc.cli.replay",  # issue 6
+    "extproc.cli.stack_cmd",  # issue 3
+    "extproc.cli.parity_cmd",
+    "extproc.cli.probe_cmd",
+    "extproc.cli.models_cmd",  # issue 4
+    "extproc.cli.replay_cmd",  # issue 6
 )
 
 

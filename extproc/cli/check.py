@@ -1,4 +1,4 @@
-"""`extproc check POLICY...`: print every problem in a policy; exit 1 on any error."""
+"""`extproc check [POLICY...]`: print every problem in a policy; exit 1 on any error."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from extproc.policy.load import Diagnostic, check_text
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("check", help="validate policy files", description=__doc__)
-    parser.add_argument("policies", nargs="+", type=Path, metavar="POLICY")
+    parser.add_argument(
+        "policies", nargs="*", type=Path, metavar="POLICY", help="policy files (default: settings' policy_path)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -21,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     ctx = build_context(settings)
     failed = False
     try:
-        for path in args.policies:
+        for path in args.policies or [settings.policy_path]:
             try:
                 text = path.read_text(encoding="utf-8")
             except OSError as exc:

@@ -11,14 +11,15 @@ import asyncio
 import sys
 from pathlib import Path
 
-from extproc.cli.envoy_config import parse_overrides
-from extproc.demo_upstream import DemoUpstream, serve_forever
-from extproc.envoy_config import upstreams_from_policy
+from extproc.cli.common import load_settings
+from extproc.cli.envoy_config_cmd import parse_overrides
+from extproc.ops.demo_upstream import DemoUpstream, serve_forever
+from extproc.ops.envoy_config import upstreams_from_policy
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("demo-upstream", help="run demo OpenAI-compatible upstreams", description=__doc__)
-    parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
+    parser.add_argument("--policy", type=Path, help="policy file (default: settings' policy_path)")
     parser.add_argument("--upstream", action="append", default=[], metavar="CLUSTER=HOST:PORT", help="repeatable")
     parser.add_argument("--stream-delay-ms", type=float, default=20.0, help="pause between streamed chunks")
     parser.set_defaults(func=run)
@@ -47,7 +48,8 @@ def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: flo
 
 def run(args: argparse.Namespace) -> int:
     try:
-        upstreams = demo_upstreams(args.policy, parse_overrides(args.upstream), args.stream_delay_ms)
+        policy = args.policy or load_settings(args).policy_path
+        upstreams = demo_upstreams(policy, parse_overrides(args.upstream), args.stream_delay_ms)
     except (OSError, ValueError) as exc:
         print(f"demo-upstream: {exc}", file=sys.stderr)
         return 2

@@ -14,12 +14,6 @@ from extproc.cli.common import load_settings, router_or_report
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 
-_API_PATHS = {
-    "chat_completions": "/v1/chat/completions",
-    "responses": "/v1/responses",
-    "completions": "/v1/completions",
-}
-
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("explain", help="show how a policy routes requests", description=__doc__)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +28,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from extproc.models.cache import LruCache
 from extproc.models.preprocess import PixelInputs, PreprocessConfig, PreprocessConfigError, Preprocessor, stack
 
 if TYPE_CHECKING:
     from PIL import Image
 
     from extproc.images import DecodedImage
+    from extproc.models.executor import HeavyExecutor
+    from extproc.models.registry import ModelRegistry
+    from extproc.settings import VisionSettings
 
 log = logging.getLogger(__name__)
 
@@ -139,43 +142,6 @@ def inspect_checkpoint(model_dir: Path | str) -> CheckpointInfo:
     return CheckpointInfo(path, model_type, files, len(names), preprocess)
 
 
-class LRUCache:
-    """A small thread-safe LRU map (content hash -> embedding)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._items: OrderedDict[str, Embeddings] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: str) -> Embeddings | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key: str, value: Embeddings) -> None:
-        if self.capacity <= 0:
-            return
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 def _normalise(x: npt.NDArray[Any]) -> Embeddings:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
@@ -214,7 +180,7 @@ class VisionEncoder:
         self.logit_scale = float(model.logit_scale.detach().float().exp().item())
         self.logit_bias = float(model.logit_bias.detach().float().item())
         self.embed_dim = int(model.text_model.head.out_features)
-        self.image_cache = LRUCache(cache_size)
+        self.image_cache: LruCache[Embeddings] = LruCache(cache_size)
         self._text_cache: dict[tuple[str, str], Embeddings] = {}
         self._text_lock = threading.Lock()
         self._infer_lock = threading.Lock()
@@ -349,6 +315,9 @@ class VisionEncoder:
         with self._text_lock:
             return np.stack([self._text_cache[(self.model_id, t)] for t in texts])
 
+    def caches(self) -> dict[str, LruCache[Embeddings]]:
+        return {"embeddings": self.image_cache}
+
     @property
     def text_cache_size(self) -> int:
         return len(self._text_cache)
@@ -391,3 +360,18 @@ def encoder_loader(
         return on_executor(work) if on_executor is not None else work()
 
     return load
+
+
+VISION_MODEL = "vision"  # the ModelRegistry name every image-label signal shares
+
+
+def get_vision_encoder(models: ModelRegistry, settings: VisionSettings, executor: HeavyExecutor) -> VisionEncoder:
+    """The process's vision encoder, from the model registry (loaded once, on the heavy executor)."""
+    loader = encoder_loader(
+        settings.model_dir,
+        precision=settings.precision,
+        cache_size=settings.cache_size,
+        on_executor=executor.submit_sync,
+        before_load=executor.apply_thread_budget,
+    )
+    return models.get(VISION_MODEL, loader, detail=f"{settings.model_dir} ({settings.precision})")

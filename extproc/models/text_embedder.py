@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from extproc.models.cache import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 if TYPE_CHECKING:
@@ -80,9 +79,7 @@ class TextEmbedder:
         self.max_length = _read_max_length(model_dir, max_length)
         self.batch_size = batch_size
         self.dim = int(self.model.config.hidden_size)
-        self._cache: OrderedDict[str, FloatArray] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self.cache: LruCache[FloatArray] = LruCache(cache_size)
 
     def _encode(self, texts: Sequence[str]) -> FloatArray:
         import torch
@@ -108,14 +105,12 @@ class TextEmbedder:
         keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         todo: dict[str, list[int]] = {}
-        with self._lock:
-            for i, key in enumerate(keys):
-                hit = self._cache.get(key)
-                if hit is not None:
-                    out[i] = hit
-                    self._cache.move_to_end(key)
-                else:
-                    todo.setdefault(key, []).append(i)
+        for i, key in enumerate(keys):
+            hit = self.cache.get(key)
+            if hit is not None:
+                out[i] = hit
+            else:
+                todo.setdefault(key, []).append(i)
         if todo:
             order = list(todo)
             # Sort by length so each padded batch wastes little.
@@ -123,15 +118,14 @@ class TextEmbedder:
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start : start + self.batch_size]
                 vecs = self._encode([texts[todo[k][0]] for k in chunk])
-                with self._lock:
-                    for key, vec in zip(chunk, vecs, strict=True):
-                        for i in todo[key]:
-                            out[i] = vec
-                        if self._cache_size > 0:
-                            self._cache[key] = vec
-                    while len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+                for key, vec in zip(chunk, vecs, strict=True):
+                    for i in todo[key]:
+                        out[i] = vec
+                    self.cache.put(key, vec)
         return out
+
+    def caches(self) -> dict[str, LruCache[FloatArray]]:
+        return {"": self.cache}
 
     def embed_uncached(self, texts: Sequence[str]) -> FloatArray:
         """One forward pass over `texts` as a single batch (benchmarks and parity checks)."""

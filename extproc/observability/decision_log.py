@@ -42,8 +42,9 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
+from extproc.protocol.request import estimate_tokens
 from extproc.settings import DecisionLogSettings
 
 if TYPE_CHECKING:
@@ -55,6 +56,67 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RECORD_VERSION = 1
+
+
+# -- the record types: what the writer emits and what replay reads ------------------------------
+class SignalRecord(TypedDict):
+    status: str
+    latency_ms: float
+    score: NotRequired[float]  # left out when 0
+    labels: NotRequired[dict[str, float]]  # only labels above 0
+    error: NotRequired[str | None]
+    evidence: NotRequired[list[str]]  # capture only
+
+
+class RequestSummary(TypedDict):
+    api: str
+    model: str | None
+    stream: bool
+    text_segments: int
+    messages: int
+    tokens: int
+    text_sha256: str | None
+    images: list[dict[str, Any]]
+    remote_images: int
+    tools: int  # how many tools the request declared
+    turns: int
+
+
+class RequestRecord(TypedDict):
+    kind: Literal["request"]
+    v: int
+    ts: str
+    request_id: str | None
+    path: str
+    policy: str
+    decision: str | None
+    action: str
+    model: str | None
+    status: int
+    error: str | None
+    request: RequestSummary | None
+    signals: dict[str, SignalRecord]
+    timings_ms: dict[str, float]
+    body: NotRequired[str]  # capture only: the request body as text ...
+    body_b64: NotRequired[str]  # ... or base64 when it is not UTF-8
+
+
+class PolicySignalRecord(TypedDict):
+    type: str
+    spec_sha256: str
+    on_error: str | None
+    used: bool
+
+
+class PolicyRecord(TypedDict):
+    kind: Literal["policy"]
+    v: int
+    version: str
+    path: str | None
+    signals: dict[str, PolicySignalRecord]
+
+
+LogRecord = RequestRecord | PolicyRecord
 QUEUE_BYTES_BUDGET = 128 * 1024 * 1024  # text and captured bodies held by queued records
 MAX_FIELD_CHARS = 200  # client-chosen strings kept in a record (the requested model) are cut here
 
@@ -146,7 +208,7 @@ class DecisionLog:
     # -- the request path -----------------------------------------------------------------------
     def register_policy(self, policy: CompiledPolicy) -> None:
         """Remember a policy's signal definitions, for the `policy` records (call on load and swap)."""
-        signals = {}
+        signals: dict[str, PolicySignalRecord] = {}
         for spec in policy.spec.signals:
             signal = policy.signals.get(spec.name)
             signals[spec.name] = {
@@ -286,8 +348,8 @@ class DecisionLog:
         self._file = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - kept open
         self._size = 0
 
-    def _record(self, e: _Entry) -> dict[str, Any]:
-        request: dict[str, Any] | None = None
+    def _record(self, e: _Entry) -> RequestRecord:
+        request: RequestSummary | None = None
         if e.api is not None:
             texts = e.texts or []
             digest = hashlib.sha256()
@@ -302,7 +364,7 @@ class DecisionLog:
                 "stream": e.stream,
                 "text_segments": len(texts),
                 "messages": len({s.message_index for s in texts}),
-                "tokens": _estimate_tokens(texts),
+                "tokens": estimate_tokens(texts),
                 "text_sha256": digest.hexdigest() if texts else None,
                 "images": [
                     {"sha256": sha, "format": fmt, "width": w, "height": h, "bytes": n}
@@ -312,11 +374,11 @@ class DecisionLog:
                 "tools": e.tools,
                 "turns": e.turns,
             }
-        signals: dict[str, Any] = {}
+        signals: dict[str, SignalRecord] = {}
         capture = self.capture
         for s in e.signals:
             # Defaults are left out (score 0, no labels above 0, no error): the engine reads them the same way.
-            item: dict[str, Any] = {"status": s.status.value, "latency_ms": round(s.latency_ms, 3)}
+            item: SignalRecord = {"status": s.status.value, "latency_ms": round(s.latency_ms, 3)}
             if s.score:
                 item["score"] = round(s.score, 6)
             if s.labels:
@@ -331,7 +393,7 @@ class DecisionLog:
         timings = {k: round(v, 3) for k, v in e.timings.items()}
         if e.extproc_ms is not None:
             timings["extproc"] = round(e.extproc_ms, 3)
-        record: dict[str, Any] = {
+        record: RequestRecord = {
             "kind": "request",
             "v": RECORD_VERSION,
             "ts": _iso(e.t),
@@ -360,8 +422,9 @@ def signal_spec_hash(spec: SignalSpecBase) -> str:
     return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
 
 
-def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
-    """Every JSON object in the given decision-log files, in order; malformed lines are skipped."""
+def read_records(paths: Iterable[Path | str]) -> Iterator[LogRecord]:
+    """Every record in the given decision-log files, in order; malformed lines and objects of an
+    unknown kind are skipped (fields are read defensively by replay: the file may be edited)."""
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             for line in handle:
@@ -370,11 +433,11 @@ def read_records(paths: Iterable[Path | str]) -> Iterator[dict[str, Any]]:
                     continue
                 with contextlib.suppress(ValueError):
                     data = json.loads(line)
-                    if isinstance(data, dict):
-                        yield data
+                    if isinstance(data, dict) and data.get("kind") in ("request", "policy"):
+                        yield cast(LogRecord, data)
 
 
-def record_body(record: dict[str, Any]) -> bytes | None:
+def record_body(record: RequestRecord) -> bytes | None:
     """The captured request body of a `request` record, if capture was on."""
     body = record.get("body")
     if isinstance(body, str):
@@ -383,13 +446,6 @@ def record_body(record: dict[str, Any]) -> bytes | None:
     if isinstance(encoded, str):
         return base64.b64decode(encoded)
     return None
-
-
-def _estimate_tokens(texts: list[TextSegment]) -> int:
-    from extproc.protocol.request import ApiKind, RoutingRequest
-    from extproc.signals.context import estimate_tokens
-
-    return estimate_tokens(RoutingRequest(api=ApiKind.CHAT, model=None, stream=False, texts=texts))
 
 
 def _cut(value: str | None) -> str | None:

@@ -26,8 +26,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
+from extproc.models.cache import CachingModel
+
 if TYPE_CHECKING:
+    from extproc.observability.decision_log import DecisionLog
     from extproc.outcome import RoutingOutcome
+    from extproc.router import Router
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -236,15 +240,13 @@ def cache_metrics(stats: Iterable[CacheStats]) -> list[Metric]:
     return [hits, misses, ratio]
 
 
-def model_cache_stats(models: Iterable[tuple[str, Any]]) -> list[CacheStats]:
-    """Hit/miss counters of the loaded models that keep them (vision embeddings, OCR results)."""
+def model_cache_stats(models: Iterable[tuple[str, object]]) -> list[CacheStats]:
+    """Hit/miss counters of the loaded models that keep caches (vision embeddings, OCR results, ...)."""
     out: list[CacheStats] = []
     for name, model in models:
-        image_cache = getattr(model, "image_cache", None)
-        if image_cache is not None and hasattr(image_cache, "hits"):
-            out.append(CacheStats(f"{name}_embeddings", int(image_cache.hits), int(image_cache.misses)))
-        elif hasattr(model, "hits") and hasattr(model, "misses"):
-            out.append(CacheStats(name, int(model.hits), int(model.misses)))
+        if isinstance(model, CachingModel):
+            for suffix, cache in model.caches().items():
+                out.append(CacheStats(f"{name}_{suffix}" if suffix else name, cache.hits, cache.misses))
     return out
 
 
@@ -262,37 +264,35 @@ def _histograms(
     return family
 
 
-def live_metrics(*, in_flight: int, router: object | None, decision_log: object | None) -> list[Metric]:
+def live_metrics(*, in_flight: int, router: Router | None, decision_log: DecisionLog | None) -> list[Metric]:
     """Gauges and counters read from live state at scrape time: nothing per request."""
     out: list[Metric] = []
     gauge = GaugeMetricFamily("vsr_in_flight_requests", "ext_proc streams being handled now")
     gauge.add_metric([], in_flight)
     out.append(gauge)
-    policy = getattr(router, "policy", None)
     info = GaugeMetricFamily("vsr_policy_info", "The active policy (value 1), by version", labels=["version"])
-    if policy is not None:
-        info.add_metric([str(policy.version)], 1)
+    if router is not None:
+        info.add_metric([router.policy.version], 1)
     out.append(info)
-    registry = getattr(router, "models", None)
     loaded = GaugeMetricFamily("vsr_model_loaded", "1 when the model is loaded, 0 when unavailable", labels=["model"])
-    models: list[tuple[str, Any]] = []
-    if registry is not None:
-        for status in registry.statuses():
+    models: list[tuple[str, object]] = []
+    if router is not None:
+        for status in router.models.statuses():
             loaded.add_metric([status.name], 1 if status.loaded else 0)
             if status.loaded:
-                models.append((status.name, registry.get(status.name, _not_loaded)))
+                models.append((status.name, router.models.get(status.name, _not_loaded)))
     out.append(loaded)
     out.extend(cache_metrics(model_cache_stats(models)))
     if decision_log is not None:
         records = CounterMetricFamily(
             "vsr_decision_log_records", "Decision log records by result (written, dropped, error)", labels=["result"]
         )
-        records.add_metric(["written"], getattr(decision_log, "written", 0))
-        records.add_metric(["dropped"], getattr(decision_log, "dropped", 0))
-        records.add_metric(["error"], getattr(decision_log, "write_errors", 0))
+        records.add_metric(["written"], decision_log.written)
+        records.add_metric(["dropped"], decision_log.dropped)
+        records.add_metric(["error"], decision_log.write_errors)
         out.append(records)
         rotations = CounterMetricFamily("vsr_decision_log_rotations", "Decision log file rotations")
-        rotations.add_metric([], getattr(decision_log, "rotations", 0))
+        rotations.add_metric([], decision_log.rotations)
         out.append(rotations)
     return out
 

@@ -25,13 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extproc.images import RemoteImage
-from extproc.observability.decision_log import record_body, signal_spec_hash
+from extproc.observability.decision_log import (
+    LogRecord,
+    PolicyRecord,
+    RequestSummary,
+    record_body,
+    signal_spec_hash,
+)
 from extproc.policy.engine import decide
 from extproc.policy.load import CompiledPolicy
-from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
+from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.router import Router
 from extproc.signals.base import SignalResult, SignalStatus
-from extproc.signals.context import BYTES_PER_TOKEN, TOKENS_PER_MESSAGE
 
 Key = tuple[str, str, str]  # (decision, model, action)
 MODES = ("results", "body", "request_error")
@@ -169,7 +174,7 @@ def spec_hashes(policy: CompiledPolicy) -> dict[str, str]:
 
 
 async def replay(
-    records: Iterable[dict[str, Any]], router: Router, *, use_bodies: bool = True, examples: int = 3
+    records: Iterable[LogRecord], router: Router, *, use_bodies: bool = True, examples: int = 3
 ) -> ReplayReport:
     policy = router.policy
     report = ReplayReport(
@@ -177,13 +182,10 @@ async def replay(
     )
     report.on_error = {name: signal.on_error for name, signal in policy.signals.items()}
     new_hashes = spec_hashes(policy)
-    headers: dict[str, dict[str, Any]] = {}
+    headers: dict[str, PolicyRecord] = {}
     for record in records:
-        kind = record.get("kind")
-        if kind == "policy":
+        if record["kind"] == "policy":
             headers[str(record.get("version"))] = record
-            continue
-        if kind != "request":
             continue
         before: Key = (_s(record.get("decision")), _s(record.get("model")), _s(record.get("action")))
         report.logged_versions[str(record.get("policy"))] += 1
@@ -199,8 +201,9 @@ async def replay(
             after: Key = (_s(outcome.decision), _s(outcome.model.name if outcome.model else None), outcome.action)
             report.add(before, after, request_id, "body")
             continue
-        logged: dict[str, Any] = record.get("signals") or {}
-        header_signals: dict[str, Any] = headers.get(str(record.get("policy")), {}).get("signals") or {}
+        logged: dict[str, Any] = dict(record.get("signals") or {})
+        header = headers.get(str(record.get("policy")))
+        header_signals: dict[str, Any] = dict(header.get("signals") or {}) if header is not None else {}
         results: dict[str, SignalResult] = {}
         for name, signal in policy.signals.items():
             if name in logged:
@@ -214,19 +217,16 @@ async def replay(
                 report.new_signals[name] += 1  # no result to replay: a failed signal, so its on_error applies
                 results[name] = SignalResult.failed(name, signal.type, SignalStatus.UNAVAILABLE, "not in the log")
         # Absent now means "not run" (unknown); signals new to the policy were added above as failed.
-        decided = decide(policy, stub_request(record["request"]), results, missing="unknown")
+        summary = record.get("request")
+        assert summary is not None  # records without one were kept as logged above
+        decided = decide(policy, stub_request(summary), results, missing="unknown")
         model = decided.model.name if decided.model is not None else None
         report.add(before, (_s(decided.decision), _s(model), decided.action), request_id, "results")
     return report
 
 
-def stub_request(summary: dict[str, Any]) -> RoutingRequest:
+def stub_request(summary: RequestSummary | dict[str, Any]) -> RoutingRequest:
     """A request with the facts the engine reads (requested model, images, size), from a log record."""
-    tokens = int(summary.get("tokens") or 0)
-    texts: list[TextSegment] = []
-    if tokens > 0:
-        # One message whose estimate (ceil(bytes / BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE) equals the logged one.
-        texts.append(TextSegment(Role.USER, "x" * max(0, (tokens - TOKENS_PER_MESSAGE) * BYTES_PER_TOKEN), 0))
     images = len(summary.get("images") or []) + int(summary.get("remote_images") or 0)
     try:
         api = ApiKind(summary.get("api") or ApiKind.CHAT.value)
@@ -236,7 +236,7 @@ def stub_request(summary: dict[str, Any]) -> RoutingRequest:
         api=api,
         model=summary.get("model"),
         stream=bool(summary.get("stream")),
-        texts=texts,
+        token_estimate=int(summary.get("tokens") or 0),
         remote_images=[RemoteImage("logged:image", 0) for _ in range(images)],
         turn_count=int(summary.get("turns") or 0),
     )

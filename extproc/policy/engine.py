@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from extproc.errors import NoCapableModel
+from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, evaluate, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction
@@ -41,16 +41,23 @@ class DecisionTrace:
 
 @dataclass(slots=True)
 class EngineResult:
+    """What to do with a request and why; `decision` is None only for a request that failed to parse."""
+
     action: ActionKind
-    decision: str
-    plugins: Plugins
+    decision: str | None
+    plugins: Plugins = field(default_factory=Plugins)
     model: ModelSpec | None = None
     status: int = 200
     message: str | None = None
     code: str | None = None
-    error: NoCapableModel | None = None
+    error: RequestError | None = None
     trace: list[DecisionTrace] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # model selection and fail-closed explanations
+
+    @classmethod
+    def request_error(cls, exc: RequestError) -> EngineResult:
+        """A request that cannot be decided (malformed, too large, a corrupt image): its error, as is."""
+        return cls(action="error", decision=None, status=exc.status, error=exc)
 
 
 def leaf_value(leaf: Leaf, result: SignalResult | None, on_error: str) -> Tri:
@@ -206,15 +213,10 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
             continue
         if model.context_window is not None:
             if tokens is None:
-                tokens = estimate_tokens(request)
+                tokens = request.estimated_tokens()
             if tokens > model.context_window:
                 notes.append(f"skipped {model.name}: ~{tokens} tokens exceed its {model.context_window} window")
                 continue
         return model
     return None
 
-
-def estimate_tokens(request: RoutingRequest) -> int:
-    from extproc.signals.context import estimate_tokens as _estimate
-
-    return int(_estimate(request))

@@ -366,7 +366,7 @@ class PolicyLoader:
         return CompiledPolicy(
             spec=policy,
             signals=signals,
-            version=hashlib.sha256(text.encode()).hexdigest()[:12] if text else _hash_policy(policy),
+            version=policy_version(text) if text else _hash_policy(policy),
             path=path,
             decisions=sorted(policy.decisions, key=lambda d: -d.priority),
             aliases=frozenset(a.lower() for a in policy.aliases),
@@ -405,8 +405,13 @@ def _reachable(cond: Condition, higher: list[Condition], on_error: Mapping[str, 
     return False
 
 
+def policy_version(text: str) -> str:
+    """A policy's version: the first 12 hex digits of its source text's sha256 (reload compares them)."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def _hash_policy(policy: Policy) -> str:
-    return hashlib.sha256(policy.model_dump_json().encode()).hexdigest()[:12]
+    return policy_version(policy.model_dump_json())
 
 
 def _pydantic_message(err: Mapping[str, Any]) -> str:

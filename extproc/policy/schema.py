@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from extproc import headers as vsr
 from extproc.policy.conditions import Condition, ConditionError, parse_condition
 from extproc.signals.base import SignalSpecBase
 
@@ -82,7 +83,7 @@ class Plugins(_Strict):
             lowered = name.lower()
             if not _HEADER_NAME.match(name):
                 raise ValueError(f"{name!r} is not a valid HTTP header name")
-            if lowered.startswith("x-vsr-") or lowered in _RESERVED_HEADERS:
+            if lowered.startswith(vsr.ROUTING_PREFIX) or lowered in _RESERVED_HEADERS:
                 raise ValueError(f"header {name!r} is reserved and cannot be set by a plugin")
             if any(c in value for c in "\r\n\x00"):
                 raise ValueError(f"header {name!r} value contains a control character")

@@ -12,7 +12,7 @@ from typing import Any
 from extproc.errors import MalformedRequest, PayloadTooLarge
 from extproc.images import ImageLimits, inspect_image, parse_data_uri
 from extproc.images import RemoteImage as RemoteImage
-from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
+from extproc.protocol.request import API_PATHS, ApiKind, Role, RoutingRequest, TextSegment
 
 _ROLE_MAP = {
     "system": Role.SYSTEM,
@@ -24,16 +24,11 @@ _ROLE_MAP = {
 }
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "refusal"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
-_PATH_API = {
-    "/v1/chat/completions": ApiKind.CHAT,
-    "/v1/responses": ApiKind.RESPONSES,
-    "/v1/completions": ApiKind.COMPLETIONS,
-}
 
 
 def api_for_path(path: str) -> ApiKind | None:
     """The API a request path speaks (query string ignored), or None for non-inference paths."""
-    return _PATH_API.get(path.split("?", 1)[0].rstrip("/") or "/")
+    return API_PATHS.get(path.split("?", 1)[0].rstrip("/") or "/")
 
 
 def parse_request(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -14,6 +14,23 @@ class ApiKind(StrEnum):
     CHAT = "chat_completions"
     RESPONSES = "responses"
     COMPLETIONS = "completions"
+
+
+# The inference paths and the API each speaks: the only definition (settings, the servicer and
+# the parser read it).
+API_PATHS: dict[str, ApiKind] = {
+    "/v1/chat/completions": ApiKind.CHAT,
+    "/v1/responses": ApiKind.RESPONSES,
+    "/v1/completions": ApiKind.COMPLETIONS,
+}
+
+# The token estimate is deliberately cheap and tokenizer-free: ceil(UTF-8 bytes / 4) over every
+# text segment of every role, plus 4 tokens of chat-format overhead per message. Four bytes is
+# about one token for English with BPE vocabularies; a CJK character takes 3 UTF-8 bytes, so it
+# counts 0.75 tokens, and 2-byte scripts (Cyrillic, Greek) 0.5, which tracks real tokenizers far
+# better than characters / 4. Images are not counted: their cost depends on the serving model.
+BYTES_PER_TOKEN = 4
+TOKENS_PER_MESSAGE = 4
 
 
 class Role(StrEnum):
@@ -51,6 +68,8 @@ class RoutingRequest:
     tool_call_count: int = 0
     turn_count: int = 0  # user messages (Chat) / user input items (Responses); 1 for Completions
     raw: dict[str, Any] = field(default_factory=dict)  # the parsed JSON body, for rewriting
+    # Set when the texts are not at hand (a request rebuilt from a decision-log record).
+    token_estimate: int | None = None
 
     def iter_text(self, roles: Collection[Role] | None = None) -> Iterator[TextSegment]:
         """Text segments sent by `roles` (all roles when None), in request order."""
@@ -62,6 +81,12 @@ class RoutingRequest:
         """The text of `roles`, one segment per paragraph."""
         return "\n\n".join(s.text for s in self.iter_text(roles))
 
+    def estimated_tokens(self) -> int:
+        """A tokenizer-free estimate of the prompt's tokens, over all roles' text."""
+        if self.token_estimate is not None:
+            return self.token_estimate
+        return estimate_tokens(self.texts)
+
     @property
     def has_images(self) -> bool:
         return bool(self.images) or bool(self.remote_images)
@@ -69,3 +94,14 @@ class RoutingRequest:
     @property
     def modalities(self) -> frozenset[str]:
         return frozenset({"text", "image"}) if self.has_images else frozenset({"text"})
+
+
+def estimate_tokens(texts: Iterable[TextSegment]) -> int:
+    """ceil(UTF-8 bytes / BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE per message, over `texts`."""
+    size = 0
+    messages: set[int] = set()
+    for segment in texts:
+        text = segment.text
+        size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        messages.add(segment.message_index)
+    return -(-size // BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)

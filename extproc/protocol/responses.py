@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
-from extproc.policy.schema import SystemPromptPlugin
 from extproc.protocol.request import ApiKind
 
 
@@ -21,10 +20,18 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
 
 
+SystemPromptMode = Literal["insert", "replace"]
+
+
 def rewrite_body(
-    raw: dict[str, Any], api: ApiKind, model: str, system_prompt: SystemPromptPlugin | None
+    raw: dict[str, Any],
+    api: ApiKind,
+    model: str,
+    system_prompt: str | None = None,
+    mode: SystemPromptMode = "insert",
 ) -> tuple[bytes, list[str]]:
-    """The request body with `model` replaced and the system-prompt plugin applied.
+    """The request body with `model` replaced and `system_prompt` inserted before the client's
+    system text (`insert`) or in place of it (`replace`).
 
     Returns the new bytes and notes on anything that could not be applied. The parsed
     request is not modified (it may be logged or replayed afterwards).
@@ -34,21 +41,21 @@ def rewrite_body(
     notes: list[str] = []
     if system_prompt is not None:
         if api is ApiKind.CHAT:
-            body["messages"] = _with_system_message(raw.get("messages") or [], system_prompt)
+            body["messages"] = _with_system_message(raw.get("messages") or [], system_prompt, mode)
         elif api is ApiKind.RESPONSES:
             existing = raw.get("instructions")
-            if system_prompt.mode == "replace" or not existing:
-                body["instructions"] = system_prompt.content
+            if mode == "replace" or not existing:
+                body["instructions"] = system_prompt
             else:
-                body["instructions"] = f"{system_prompt.content}\n\n{existing}"
+                body["instructions"] = f"{system_prompt}\n\n{existing}"
         else:
             notes.append("system_prompt not applied: legacy completions have no system role")
     return dumps(body), notes
 
 
-def _with_system_message(messages: list[Any], plugin: SystemPromptPlugin) -> list[Any]:
-    ours = {"role": "system", "content": plugin.content}
-    if plugin.mode == "replace":
+def _with_system_message(messages: list[Any], content: str, mode: SystemPromptMode) -> list[Any]:
+    ours = {"role": "system", "content": content}
+    if mode == "replace":
         kept = [m for m in messages if not (isinstance(m, dict) and m.get("role") in ("system", "developer"))]
         return [ours, *kept]
     return [ours, *messages]

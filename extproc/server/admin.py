@@ -24,11 +24,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
-from extproc.reload import PolicyReloader, ReloadableRouter
+
+if TYPE_CHECKING:
+    from extproc.server.app import ExtProcServer
 
 log = logging.getLogger("extproc.admin")
 
@@ -38,19 +40,6 @@ JSON = "application/json"
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout"}
 REASONS |= {413: "Payload Too Large", 422: "Unprocessable Entity", 500: "Internal Server Error"}
 REASONS |= {503: "Service Unavailable"}
-
-
-class AdminTarget(Protocol):
-    """What the admin server reads from the running ext_proc server."""
-
-    @property
-    def state(self) -> str: ...  # loading | serving | draining
-    @property
-    def live_router(self) -> object | None: ...
-    @property
-    def in_flight(self) -> int: ...
-    @property
-    def reloader(self) -> PolicyReloader | None: ...
 
 
 @dataclass(slots=True)
@@ -73,7 +62,7 @@ Handler = Callable[[bytes, dict[str, list[str]], dict[str, str]], Awaitable[Resp
 
 class AdminServer:
     def __init__(
-        self, target: AdminTarget, *, host: str, port: int, metrics: Metrics | None, max_body_bytes: int
+        self, target: ExtProcServer, *, host: str, port: int, metrics: Metrics | None, max_body_bytes: int
     ) -> None:
         self.target = target
         self.host = host
@@ -180,19 +169,15 @@ class AdminServer:
 
     async def _explain(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
         router = self.target.live_router
-        route = getattr(router, "route", None)
-        if router is None or route is None:
+        if router is None:
             return _error(503, "the router is still loading its policy and models")
         path = query.get("path", [""])[0]  # empty: the parser tells the API from the body
-        outcome = await route(body, path=path, request_id=headers.get("x-request-id"))
-        to_dict = getattr(outcome, "to_dict", None)
-        if to_dict is None:
-            return _error(500, "this router does not explain its outcomes")
-        return json_response(200, to_dict())
+        outcome = await router.route(body, path=path, request_id=headers.get("x-request-id"))
+        return json_response(200, outcome.to_dict())
 
     async def _policy(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
         router = self.target.live_router
-        if not isinstance(router, ReloadableRouter):
+        if router is None:
             return _error(503, "no policy loaded yet")
         policy = router.policy
         reloader = self.target.reloader
@@ -220,18 +205,17 @@ class AdminServer:
         return json_response(422 if result.result == "failure" else 200, result.to_dict())
 
 
-def health(target: AdminTarget) -> tuple[int, dict[str, Any]]:
+def health(target: ExtProcServer) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) of /healthz: 200 only while serving; `degraded` when a model is unavailable."""
     router = target.live_router
     state = target.state
     data: dict[str, Any] = {"status": state, "in_flight": target.in_flight, "time": time.time()}
-    models: list[dict[str, Any]] = []
-    registry = getattr(router, "models", None)
-    statuses = getattr(registry, "statuses", None)
-    if callable(statuses):
-        models = [{"name": s.name, "loaded": s.loaded, "detail": s.detail} for s in statuses()]
-    data["models"] = models
-    if isinstance(router, ReloadableRouter):
+    data["models"] = (
+        [{"name": s.name, "loaded": s.loaded, "detail": s.detail} for s in router.models.statuses()]
+        if router is not None
+        else []
+    )
+    if router is not None:
         policy = router.policy
         data["policy"] = {"version": policy.version, "path": str(policy.path) if policy.path is not None else None}
         data["unavailable_signals"] = {

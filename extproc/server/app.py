@@ -9,7 +9,7 @@
   finish for up to `shutdown_grace_s` before it exits.
 - Observability: Prometheus metrics and the decision log are fed by the servicer through one
   `Observer`; the admin HTTP server (/metrics, /healthz, /v1/explain, /v1/policy) runs on this
-  event loop; the policy file is watched and SIGHUP reloads it (`extproc.reload`).
+  event loop; the policy file is watched and SIGHUP reloads it (`extproc.server.reload`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
@@ -31,22 +31,24 @@ from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
 from extproc.policy.load import PolicyError
-from extproc.reload import PolicyReloader, ReloadableRouter, ReloadResult
 from extproc.server.admin import AdminServer
-from extproc.server.grpc_service import ExtProcService, RouterLike
+from extproc.server.grpc_service import ExtProcService
+from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings
+
+if TYPE_CHECKING:
+    from extproc.router import Router
 
 log = logging.getLogger("extproc.server")
 
 EXT_PROC_SERVICE = "envoy.service.ext_proc.v3.ExternalProcessor"
-RouterFactory = Callable[[Settings], RouterLike]
+RouterFactory = Callable[[Settings], "Router"]
 
 
-def _default_router_factory(settings: Settings) -> RouterLike:
-    from extproc.router import Router  # heavy imports (torch, models) only when serving for real
+def _default_router_factory(settings: Settings) -> Router:
+    from extproc.router import Router  # the policy's signal modules load with it, off the event loop
 
-    router: RouterLike = Router.from_settings(settings)
-    return router
+    return Router.from_settings(settings)
 
 
 class ExtProcServer:
@@ -86,7 +88,7 @@ class ExtProcServer:
             )
 
     @property
-    def live_router(self) -> object | None:
+    def live_router(self) -> Router | None:
         return self.service.router
 
     @property
@@ -128,27 +130,26 @@ class ExtProcServer:
         """Build the router off the event loop, then report SERVING."""
         started = time.perf_counter()
         router = await asyncio.to_thread(self.router_factory, self.settings)
-        if isinstance(router, ReloadableRouter):
-            if self.decision_log is not None:
-                self.decision_log.register_policy(router.policy)
-            self.reloader = PolicyReloader(
-                router,
-                getattr(router.policy, "path", None) or self.settings.policy_path,
-                interval_s=self.settings.reload.interval_s,
-                on_result=self._reloaded,
-                on_swap=self.decision_log.register_policy if self.decision_log is not None else None,
-            )
-            if self.settings.reload.watch:
-                self.reloader.start()
+        policy = router.policy
+        if self.decision_log is not None:
+            self.decision_log.register_policy(policy)
+        self.reloader = PolicyReloader(
+            router,
+            policy.path or self.settings.policy_path,
+            interval_s=self.settings.reload.interval_s,
+            on_result=self._reloaded,
+            on_swap=self.decision_log.register_policy if self.decision_log is not None else None,
+        )
+        if self.settings.reload.watch:
+            self.reloader.start()
         self.service.router = router
         self.state = "serving"
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
-        policy = getattr(router, "policy", None)
         log.info(
             "router ready",
             extra={
-                "policy": str(getattr(policy, "path", self.settings.policy_path)),
-                "policy_version": getattr(policy, "version", None),
+                "policy": str(policy.path or self.settings.policy_path),
+                "policy_version": policy.version,
                 "load_s": round(time.perf_counter() - started, 3),
             },
         )
@@ -181,9 +182,8 @@ class ExtProcServer:
             await self._server.stop(srv.shutdown_grace_s)
         router = self.service.router
         self.service.router = None
-        close = getattr(router, "close", None)
-        if callable(close):
-            close()
+        if router is not None:
+            router.close()
         if self.decision_log is not None:
             await asyncio.to_thread(self.decision_log.close)
         if self.admin is not None:

@@ -22,61 +22,24 @@ import posixpath
 import time
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
+from extproc import headers as vsr
 from extproc.errors import error_body
-from extproc.observability.observer import REQUEST_ID
+from extproc.observability.observer import REQUEST_ID, Observer
+from extproc.protocol.request import API_PATHS
 from extproc.server import mutations
+
+if TYPE_CHECKING:
+    from extproc.outcome import RoutingOutcome
+    from extproc.router import Router
 
 log = logging.getLogger("extproc.server")
 
-ROUTING_PREFIX = "x-vsr-"
-CLUSTER_HEADER = "x-vsr-cluster"
-DEBUG_HEADER = "x-vsr-debug"
-TRACE_HEADER = "x-vsr-trace"
 MAX_TRACE_CHARS = 4096
-
-
-class ImmediateLike(Protocol):
-    @property
-    def status(self) -> int: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    @property
-    def body(self) -> bytes: ...
-
-
-class OutcomeLike(Protocol):
-    """What the servicer reads from `Router.route`'s `RoutingOutcome`."""
-
-    @property
-    def action(self) -> str: ...
-    @property
-    def decision(self) -> str | None: ...
-    @property
-    def status(self) -> int: ...
-    def rewritten_body(self) -> bytes: ...
-    def immediate_response(self) -> ImmediateLike: ...
-    def request_headers(self) -> dict[str, str]: ...
-    def response_headers(self) -> dict[str, str]: ...
-    def trace_header(self) -> str: ...
-
-
-class RouterLike(Protocol):
-    async def route(self, body: bytes, *, path: str = ..., request_id: str | None = None) -> OutcomeLike: ...
-
-
-class ObserverLike(Protocol):
-    """Metrics and the decision log (`extproc.observability.observer.Observer`)."""
-
-    def phase(self, phase: str, seconds: float) -> None: ...
-    def outcome(
-        self, outcome: object, *, request_id: str | None, path: str, body: bytes | None, extproc_ms: float | None
-    ) -> None: ...
-    def failure(self, kind: str, *, request_id: str | None, path: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -97,11 +60,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
 
     def __init__(
         self,
-        router: RouterLike | None = None,
+        router: Router | None = None,
         *,
-        inference_paths: Collection[str] = ("/v1/chat/completions", "/v1/responses", "/v1/completions"),
+        inference_paths: Collection[str] = tuple(API_PATHS),
         debug_headers: bool = False,
-        observer: ObserverLike | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
@@ -145,10 +108,10 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                     stream.path = canonical_path(_value(header))
                 elif key == ":method":
                     method = _value(header)
-            elif key.startswith(ROUTING_PREFIX):
+            elif key.startswith(vsr.ROUTING_PREFIX):
                 if header.key not in stream.stripped:
                     stream.stripped.append(header.key)
-                if key == DEBUG_HEADER and self.debug_headers:
+                if key == vsr.DEBUG and self.debug_headers:
                     stream.debug = _value(header).strip().lower() in ("1", "true", "yes", "on")
             elif key == "x-request-id":
                 stream.request_id = _value(header)
@@ -203,11 +166,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         headers = {**self._client_headers(outcome, stream), **{k.lower(): v for k, v in immediate.headers.items()}}
         return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
 
-    def _client_headers(self, outcome: OutcomeLike, stream: _Stream) -> dict[str, str]:
+    def _client_headers(self, outcome: RoutingOutcome, stream: _Stream) -> dict[str, str]:
         """What the client sees: decision, model, matched signals (never the cluster); a trace on request."""
-        headers = {k.lower(): v for k, v in outcome.response_headers().items() if k.lower() != CLUSTER_HEADER}
+        headers = {k.lower(): v for k, v in outcome.response_headers().items() if k.lower() != vsr.CLUSTER}
         if stream.debug:
-            headers[TRACE_HEADER] = _trace(outcome)
+            headers[vsr.TRACE] = _trace(outcome)
         return headers
 
     def _log(
@@ -232,8 +195,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 "action": action,
                 "status": status,
                 "decision": decision,
-                "model": (headers or {}).get("x-vsr-model"),
-                "cluster": (headers or {}).get(CLUSTER_HEADER),
+                "model": (headers or {}).get(vsr.MODEL),
+                "cluster": (headers or {}).get(vsr.CLUSTER),
                 "stripped": stream.stripped or None,
                 "elapsed_ms": round((time.perf_counter() - stream.started) * 1000, 3),
             },
@@ -255,7 +218,7 @@ def _value(header: Any) -> str:
     return raw.decode("utf-8", "replace") if raw else str(header.value)
 
 
-def _trace(outcome: OutcomeLike) -> str:
+def _trace(outcome: RoutingOutcome) -> str:
     try:
         text = outcome.trace_header()
     except Exception:  # a trace must never break routing

@@ -13,7 +13,7 @@ from abc import ABC
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -188,3 +188,25 @@ class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, eit
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         """Asynchronous evaluation; the default runs `compute` (for inline signals)."""
         return self.compute(request)
+
+
+M = TypeVar("M")
+
+
+class ModelSignal(Signal, Generic[M]):
+    """A signal backed by one loaded model (OCR, a language detector, ...). Without the model it is
+    unavailable (unknown, never "no") and says why, in health checks and traces."""
+
+    def __init__(self, spec: SignalSpecBase, model: M | None = None, reason: str | None = None) -> None:
+        super().__init__(spec)
+        self.model = model
+        self.reason = reason
+
+    def unavailable_reason(self) -> str | None:
+        return self.reason if self.model is None else None
+
+    def require_model(self) -> M:
+        """The model, or SignalUnavailable (the dispatcher records UNAVAILABLE) when it is not loaded."""
+        if self.model is None:
+            raise SignalUnavailable(self.reason or f"{self.type}: model not loaded")
+        return self.model

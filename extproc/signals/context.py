@@ -1,12 +1,5 @@
-"""Context-size signal and the token estimator the engine uses for context-window filtering.
-
-The estimator is deliberately cheap and tokenizer-free: ceil(UTF-8 bytes / 4) over every
-text segment of every role, plus 4 tokens of chat-format overhead per message. Four bytes
-is about one token for English with BPE vocabularies (about 4 characters); a CJK character
-takes 3 UTF-8 bytes, so it counts 0.75 tokens, and 2-byte scripts (Cyrillic, Greek) 0.5,
-which tracks real tokenizers far better than characters / 4. Images are not counted: their
-token cost depends on the serving model's vision encoder, not on the request text.
-"""
+"""Context-size signal: the request's estimated prompt tokens (`RoutingRequest.estimated_tokens`)
+against a range."""
 
 from __future__ import annotations
 
@@ -16,20 +9,6 @@ from pydantic import Field, model_validator
 
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, SignalSpecBase
-
-BYTES_PER_TOKEN = 4
-TOKENS_PER_MESSAGE = 4
-
-
-def estimate_tokens(request: RoutingRequest) -> int:
-    """A tokenizer-free estimate of the request's prompt tokens, over all roles' text."""
-    size = 0
-    messages: set[int] = set()
-    for segment in request.texts:
-        text = segment.text
-        size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        messages.add(segment.message_index)
-    return -(-size // BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
 
 
 class ContextSpec(SignalSpecBase):
@@ -48,16 +27,13 @@ class ContextSpec(SignalSpecBase):
 
 class ContextSignal(Signal):
     """Matches when the estimated prompt size lies in [min_tokens, max_tokens] (inclusive)."""
+    spec: ContextSpec
 
     inline = True
 
-    def __init__(self, spec: ContextSpec) -> None:
-        super().__init__(spec)
-        self.cspec = spec
-
     def compute(self, request: RoutingRequest) -> Evaluation:
-        tokens = estimate_tokens(request)
-        lo, hi = self.cspec.min_tokens, self.cspec.max_tokens
+        tokens = request.estimated_tokens()
+        lo, hi = self.spec.min_tokens, self.spec.max_tokens
         matched = (lo is None or tokens >= lo) and (hi is None or tokens <= hi)
         bounds = f"[{'-' if lo is None else lo}, {'-' if hi is None else hi}]"
         return Evaluation(

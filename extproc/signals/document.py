@@ -19,7 +19,7 @@ from extproc.detectors.code import code_likeness
 from extproc.detectors.mrz import find_mrz
 from extproc.models.ocr import OcrResult, OcrService
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import COST_OCR, BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
+from extproc.signals.base import COST_OCR, BuildContext, Evaluation, ModelSignal, SignalContext, SignalSpecBase
 from extproc.signals.ocr_support import load_ocr, read_images
 
 DocumentLabel = Literal["identity_document", "form", "receipt", "code", "text", "photo"]
@@ -92,30 +92,25 @@ class DocumentSpec(SignalSpecBase):
     min_score: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
-class DocumentSignal(Signal):
+class DocumentSignal(ModelSignal[OcrService]):
     reads: ClassVar[frozenset[str]] = frozenset({"image"})
     cost: ClassVar[int] = COST_OCR
     implies_image: ClassVar[bool] = True
 
     def __init__(self, spec: DocumentSpec, ocr: OcrService | None = None, reason: str | None = None) -> None:
-        super().__init__(spec)
+        super().__init__(spec, ocr, reason)
         self.spec: DocumentSpec = spec
-        self._ocr = ocr
-        self._reason = reason
 
     @classmethod
     def build(cls, spec: DocumentSpec, ctx: BuildContext) -> DocumentSignal:
         ocr, reason = load_ocr(ctx)
         return cls(spec, ocr, reason)
 
-    def unavailable_reason(self) -> str | None:
-        return self._reason if self._ocr is None else None
-
     def known_labels(self) -> frozenset[str]:
         return frozenset(DOCUMENT_LABELS)
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
-        read = await read_images(self._ocr, self._reason, request, ctx)
+        read = await read_images(self.model, self.reason, request, ctx)
         labels: dict[str, float] = {}
         evidence: list[str] = []
         for item in read:

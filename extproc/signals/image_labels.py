@@ -29,7 +29,7 @@ import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
 from extproc.models.registry import ModelUnavailable
-from extproc.models.siglip import Embeddings, VisionEncoder, encoder_loader
+from extproc.models.siglip import Embeddings, VisionEncoder, get_vision_encoder
 from extproc.signals.base import BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase, SignalUnavailable
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-VISION_MODEL = "vision"  # the ModelRegistry name every image-label signal shares
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]+$"
 
 
@@ -144,17 +143,9 @@ class ImageLabelsSignal(Signal):
     @classmethod
     def build(cls, spec: ImageLabelsSpec, ctx: BuildContext) -> ImageLabelsSignal:
         """Get the shared vision encoder (loading it on first use) and embed this signal's labels."""
-        vision = ctx.settings.vision
-        loader = encoder_loader(
-            vision.model_dir,
-            precision=vision.precision,
-            cache_size=vision.cache_size,
-            on_executor=ctx.executor.submit_sync,
-            before_load=ctx.executor.apply_thread_budget,
-        )
         signal = cls(spec)
         try:
-            encoder = ctx.models.get(VISION_MODEL, loader, detail=f"{vision.model_dir} ({vision.precision})")
+            encoder = get_vision_encoder(ctx.models, ctx.settings.vision, ctx.executor)
         except ModelUnavailable as exc:
             signal._reason = f"vision model unavailable: {exc}"
             log.warning("signal %s is unavailable: %s", spec.name, signal._reason)

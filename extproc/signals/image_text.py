@@ -21,14 +21,14 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator
 
 from extproc.detectors.code import code_likeness
-from extproc.detectors.common import Finding
+from extproc.detectors.common import Finding, check_kinds
 from extproc.detectors.jailbreak import JAILBREAK_CATEGORIES, find_jailbreak
 from extproc.detectors.mrz import find_mrz
 from extproc.detectors.pii import PII_KINDS, find_pii
 from extproc.detectors.secrets import SECRET_KINDS, find_secrets
 from extproc.models.ocr import OcrService
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import COST_OCR, BuildContext, Evaluation, Signal, SignalContext, SignalSpecBase
+from extproc.signals.base import COST_OCR, BuildContext, Evaluation, ModelSignal, SignalContext, SignalSpecBase
 from extproc.signals.ocr_support import load_ocr, read_images
 
 ImageDetector = Literal["pii", "secrets", "jailbreak", "keyword", "mrz", "code"]
@@ -63,10 +63,7 @@ class ImageTextSpec(SignalSpecBase):
 
 
 def _known(values: list[str] | None, known: tuple[str, ...], what: str) -> list[str] | None:
-    if values is not None:
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+    check_kinds(values, known, what)
     return values
 
 
@@ -74,17 +71,15 @@ def _keyword_label(word: str) -> str:
     return "keyword:" + word.lower()
 
 
-class ImageTextSignal(Signal):
+class ImageTextSignal(ModelSignal[OcrService]):
     safety: ClassVar[bool] = True
     reads: ClassVar[frozenset[str]] = frozenset({"image"})
     cost: ClassVar[int] = COST_OCR
     implies_image: ClassVar[bool] = True
 
     def __init__(self, spec: ImageTextSpec, ocr: OcrService | None = None, reason: str | None = None) -> None:
-        super().__init__(spec)
+        super().__init__(spec, ocr, reason)
         self.spec: ImageTextSpec = spec
-        self._ocr = ocr
-        self._reason = reason
         flags = 0 if spec.case_sensitive else re.IGNORECASE
         self._keywords = [
             (kw, re.compile(r"(?<!\w)" + re.escape(kw).replace(r"\ ", r"\s+") + r"(?!\w)", flags))
@@ -95,9 +90,6 @@ class ImageTextSignal(Signal):
     def build(cls, spec: ImageTextSpec, ctx: BuildContext) -> ImageTextSignal:
         ocr, reason = load_ocr(ctx)
         return cls(spec, ocr, reason)
-
-    def unavailable_reason(self) -> str | None:
-        return self._reason if self._ocr is None else None
 
     def known_labels(self) -> frozenset[str]:
         labels: set[str] = set()
@@ -159,7 +151,7 @@ class ImageTextSignal(Signal):
         return labels, evidence
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
-        read = await read_images(self._ocr, self._reason, request, ctx)
+        read = await read_images(self.model, self.reason, request, ctx)
         labels: dict[str, float] = {}
         evidence: list[str] = []
         truncated = False

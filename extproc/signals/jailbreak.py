@@ -6,16 +6,14 @@ strongest finding's; the signal matches when any category reaches `threshold`.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from extproc.detectors.common import join_bounded, truncation_note
+from extproc.detectors.common import Finding
 from extproc.detectors.jailbreak import JAILBREAK_CATEGORIES, find_jailbreak
-from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import Evaluation, Signal, TextSignalSpec
-
-_MAX_EVIDENCE = 10
+from extproc.signals.base import Evaluation, TextSignalSpec
+from extproc.signals.detector import MAX_EVIDENCE, DetectorSignal, selected_kinds
 
 
 class JailbreakSpec(TextSignalSpec):
@@ -25,41 +23,27 @@ class JailbreakSpec(TextSignalSpec):
 
     @model_validator(mode="after")
     def _check_categories(self) -> JailbreakSpec:
-        if self.categories is not None:
-            unknown = [c for c in self.categories if c not in JAILBREAK_CATEGORIES]
-            if unknown:
-                raise ValueError(
-                    f"categories: unknown jailbreak categor(y/ies) {', '.join(map(repr, unknown))}; "
-                    f"known: {', '.join(JAILBREAK_CATEGORIES)}"
-                )
+        selected_kinds(self.categories, JAILBREAK_CATEGORIES, "categories", "jailbreak categor(y/ies)")
         return self
 
 
-class JailbreakSignal(Signal):
-    inline = True
-    safety: ClassVar[bool] = True
+class JailbreakSignal(DetectorSignal):
+    known_kinds = JAILBREAK_CATEGORIES
+    spec: JailbreakSpec
 
-    def __init__(self, spec: JailbreakSpec) -> None:
-        super().__init__(spec)
-        self.jspec = spec
-        self._categories = tuple(spec.categories) if spec.categories is not None else JAILBREAK_CATEGORIES
+    def chosen_kinds(self) -> list[str] | None:
+        return self.spec.categories
 
-    def known_labels(self) -> frozenset[str]:
-        return frozenset(self._categories)
+    def find(self, text: str) -> list[Finding]:
+        return find_jailbreak(text, self.kinds)
 
-    def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.jspec.roles))
-        findings = find_jailbreak(text, self._categories) if text else []
+    def summarize(self, findings: list[Finding]) -> Evaluation:
+        # Every category found is a label (with its best score); the threshold decides the match.
         labels: dict[str, float] = {}
         for f in findings:
             labels[f.kind] = max(labels.get(f.kind, 0.0), f.score)
         score = max(labels.values(), default=0.0)
-        evidence = [f"{f.redacted} score={f.score:.2f}" for f in findings[:_MAX_EVIDENCE]]
-        if len(findings) > _MAX_EVIDENCE:
-            evidence.append(f"... and {len(findings) - _MAX_EVIDENCE} more")
-        return Evaluation(
-            matched=score >= self.jspec.threshold,
-            score=score,
-            labels=labels,
-            evidence=tuple(evidence) + truncation_note(len(text), total),
-        )
+        evidence = [f"{f.redacted} score={f.score:.2f}" for f in findings[:MAX_EVIDENCE]]
+        if len(findings) > MAX_EVIDENCE:
+            evidence.append(f"... and {len(findings) - MAX_EVIDENCE} more")
+        return Evaluation(matched=score >= self.spec.threshold, score=score, labels=labels, evidence=tuple(evidence))

@@ -64,11 +64,11 @@ def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
 
 
 class KeywordSignal(Signal):
+    spec: KeywordSpec
     inline = True
 
     def __init__(self, spec: KeywordSpec) -> None:
         super().__init__(spec)
-        self.kspec = spec
         self._keywords = tuple(spec.keywords)
         self._fold = not spec.case_sensitive and not spec.regex  # literal, case-insensitive: fold the text
         flags = re.IGNORECASE if (spec.regex and not spec.case_sensitive) else 0
@@ -113,10 +113,10 @@ class KeywordSignal(Signal):
         return [kw for kw, h in zip(self._keywords, hit, strict=True) if h]
 
     def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.kspec.roles))
+        text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
         found = self.found(text) if text else []
         fraction = len(found) / len(self._keywords)
-        mode = self.kspec.mode
+        mode = self.spec.mode
         if mode == "any":
             matched, score = bool(found), fraction
         elif mode == "all":

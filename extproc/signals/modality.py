@@ -19,25 +19,22 @@ class ModalitySpec(SignalSpecBase):
 
 
 class ModalitySignal(Signal):
+    spec: ModalitySpec
     inline = True
     reads: ClassVar[frozenset[str]] = frozenset({"image_meta"})
     implies_image: ClassVar[bool] = True
-
-    def __init__(self, spec: ModalitySpec) -> None:
-        super().__init__(spec)
-        self.mspec = spec
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(LABELS)
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         inline, remote = len(request.images), len(request.remote_images)
-        count = inline + (remote if self.mspec.count_remote else 0)
-        matched = count >= self.mspec.min_images
-        remote_note = "" if self.mspec.count_remote else " (not counted)"
+        count = inline + (remote if self.spec.count_remote else 0)
+        matched = count >= self.spec.min_images
+        remote_note = "" if self.spec.count_remote else " (not counted)"
         return Evaluation(
             matched=matched,
-            score=1.0 if matched else count / self.mspec.min_images,
+            score=1.0 if matched else count / self.spec.min_images,
             labels={"image_present": 1.0 if count else 0.0, "remote_image": 1.0 if remote else 0.0},
             evidence=(f"images: {inline} inline, {remote} remote{remote_note}",),
         )

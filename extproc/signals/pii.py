@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from extproc.detectors.common import Finding, join_bounded, truncation_note
+from extproc.detectors.common import Finding
 from extproc.detectors.pii import PII_KINDS, find_pii
-from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import Evaluation, Signal, TextSignalSpec
-
-_MAX_EVIDENCE = 10
-
-
-def _check_subset(values: list[str] | None, field: str) -> None:
-    if values is None:
-        return
-    unknown = [v for v in values if v not in PII_KINDS]
-    if unknown:
-        raise ValueError(f"{field}: unknown PII kind(s) {', '.join(map(repr, unknown))}; known: {', '.join(PII_KINDS)}")
+from extproc.signals.base import Evaluation, TextSignalSpec
+from extproc.signals.detector import DetectorSignal, selected_kinds, summarize
 
 
 class PiiSpec(TextSignalSpec):
@@ -30,48 +20,23 @@ class PiiSpec(TextSignalSpec):
 
     @model_validator(mode="after")
     def _check_kinds(self) -> PiiSpec:
-        _check_subset(self.entities, "entities")
-        _check_subset(self.allow, "allow")
+        selected_kinds(self.entities, PII_KINDS, "entities", "PII kind(s)")
+        selected_kinds(self.allow, PII_KINDS, "allow", "PII kind(s)")
         watched = set(self.entities if self.entities is not None else PII_KINDS)
         if watched <= set(self.allow):
             raise ValueError("every detected entity is in `allow`: this signal could never match")
         return self
 
 
-def summarize(findings: list[Finding], min_score: float, allow: frozenset[str] = frozenset()) -> Evaluation:
-    """The evaluation of a detector's findings: labels are the best score per kind, the match
-    (and score) come from findings at or above `min_score` whose kind is not allowed."""
-    labels: dict[str, float] = {}
-    blocking = 0.0
-    evidence: list[str] = []
-    kept = [f for f in findings if f.score >= min_score]
-    for f in kept:
-        labels[f.kind] = max(labels.get(f.kind, 0.0), f.score)
-        if f.kind not in allow:
-            blocking = max(blocking, f.score)
-    for f in kept[:_MAX_EVIDENCE]:
-        evidence.append(f.redacted + (" (allowed)" if f.kind in allow else ""))
-    if len(kept) > _MAX_EVIDENCE:
-        evidence.append(f"... and {len(kept) - _MAX_EVIDENCE} more")
-    return Evaluation(matched=blocking > 0.0, score=blocking, labels=labels, evidence=tuple(evidence))
+class PiiSignal(DetectorSignal):
+    known_kinds = PII_KINDS
+    spec: PiiSpec
 
+    def chosen_kinds(self) -> list[str] | None:
+        return self.spec.entities
 
-class PiiSignal(Signal):
-    inline = True
-    safety: ClassVar[bool] = True
+    def find(self, text: str) -> list[Finding]:
+        return find_pii(text, self.kinds)
 
-    def __init__(self, spec: PiiSpec) -> None:
-        super().__init__(spec)
-        self.pspec = spec
-        self._kinds = tuple(spec.entities) if spec.entities is not None else PII_KINDS
-        self._allow = frozenset(spec.allow)
-
-    def known_labels(self) -> frozenset[str]:
-        return frozenset(self._kinds)
-
-    def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.pspec.roles))
-        findings = find_pii(text, self._kinds) if text else []
-        ev = summarize(findings, self.pspec.min_score, self._allow)
-        note = truncation_note(len(text), total)
-        return Evaluation(ev.matched, ev.score, ev.labels, ev.evidence + note) if note else ev
+    def summarize(self, findings: list[Finding]) -> Evaluation:
+        return summarize(findings, self.spec.min_score, frozenset(self.spec.allow))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from extproc.detectors.common import join_bounded, truncation_note
+from extproc.detectors.common import Finding
 from extproc.detectors.secrets import SECRET_KINDS, find_secrets
-from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import Evaluation, Signal, TextSignalSpec
-from extproc.signals.pii import summarize
+from extproc.signals.base import Evaluation, TextSignalSpec
+from extproc.signals.detector import DetectorSignal, selected_kinds, summarize
 
 
 class SecretsSpec(TextSignalSpec):
@@ -20,30 +19,19 @@ class SecretsSpec(TextSignalSpec):
 
     @model_validator(mode="after")
     def _check_kinds(self) -> SecretsSpec:
-        if self.kinds is not None:
-            unknown = [k for k in self.kinds if k not in SECRET_KINDS]
-            if unknown:
-                raise ValueError(
-                    f"kinds: unknown secret kind(s) {', '.join(map(repr, unknown))}; known: {', '.join(SECRET_KINDS)}"
-                )
+        selected_kinds(self.kinds, SECRET_KINDS, "kinds", "secret kind(s)")
         return self
 
 
-class SecretsSignal(Signal):
-    inline = True
-    safety: ClassVar[bool] = True
+class SecretsSignal(DetectorSignal):
+    known_kinds = SECRET_KINDS
+    spec: SecretsSpec
 
-    def __init__(self, spec: SecretsSpec) -> None:
-        super().__init__(spec)
-        self.sspec = spec
-        self._kinds = tuple(spec.kinds) if spec.kinds is not None else SECRET_KINDS
+    def chosen_kinds(self) -> list[str] | None:
+        return self.spec.kinds
 
-    def known_labels(self) -> frozenset[str]:
-        return frozenset(self._kinds)
+    def find(self, text: str) -> list[Finding]:
+        return find_secrets(text, self.kinds)
 
-    def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.sspec.roles))
-        findings = find_secrets(text, self._kinds) if text else []
-        ev = summarize(findings, self.sspec.min_score)
-        note = truncation_note(len(text), total)
-        return Evaluation(ev.matched, ev.score, ev.labels, ev.evidence + note) if note else ev
+    def summarize(self, findings: list[Finding]) -> Evaluation:
+        return summarize(findings, self.spec.min_score)

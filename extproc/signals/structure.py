@@ -39,18 +39,15 @@ class StructureSpec(TextSignalSpec):
 
 class StructureSignal(Signal):
     """Matches when every condition that is set holds; the score is the fraction that hold."""
+    spec: StructureSpec
 
     inline = True
-
-    def __init__(self, spec: StructureSpec) -> None:
-        super().__init__(spec)
-        self.sspec = spec
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(LABELS)
 
     def compute(self, request: RoutingRequest) -> Evaluation:
-        spec = self.sspec
+        spec = self.spec
         text, total = join_bounded(s.text for s in request.iter_text(spec.roles))
         blocks = count_code_blocks(text)
         has_tools = bool(request.tools) or request.tool_call_count > 0

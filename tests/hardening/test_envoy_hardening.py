@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from extproc.stack import port_open
+from extproc.ops.stack import port_open
 from tests.hardening import imagegen as gen
 from tests.integration.conftest import POLICY, REPO, LoggedStack, running_stack, stack_config
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extproc.envoy_config import EnvoyOptions, upstreams_from_policy
-from extproc.stack import Stack, StackConfig, free_port
+from extproc.ops.envoy_config import EnvoyOptions, upstreams_from_policy
+from extproc.ops.stack import Stack, StackConfig, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from extproc.cli import main
-from extproc.stack import free_port
+from extproc.ops.stack import free_port
 from tests.integration.conftest import POLICY, REPO, LoggedStack, stack_config
 
 pytestmark = pytest.mark.integration

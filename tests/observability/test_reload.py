@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from extproc.reload import PolicyReloader, ReloadResult
+from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.router import Router
 from extproc.settings import Settings
 from tests.fakes import fake_catalog

@@ -14,7 +14,7 @@ from extproc.observability.decision_log import DecisionLog, read_records
 from extproc.observability.replay import replay, stub_request
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings, Settings
-from extproc.signals.context import estimate_tokens
+
 from tests.observability.conftest import CHANGED, POLICY, chat, image_chat
 
 REROUTED = POLICY.replace("action: {type: route, models: [vlm]}", "action: {type: route, models: [secure]}")
@@ -109,8 +109,8 @@ async def test_captured_bodies_are_rerouted_in_full(router: Router, tmp_path: Pa
 def test_stub_request_reproduces_the_engine_facts() -> None:
     summary = {"api": "chat_completions", "model": "general", "tokens": 5000, "images": [{}], "remote_images": 1}
     stub = stub_request(summary)
-    assert estimate_tokens(stub) == 5000 and stub.has_images and stub.model == "general"
-    assert estimate_tokens(stub_request({"tokens": 0})) == 0
+    assert stub.estimated_tokens() == 5000 and stub.has_images and stub.model == "general"
+    assert stub_request({"tokens": 0}).estimated_tokens() == 0
 
 
 async def test_context_window_and_client_model_are_replayed_from_the_summary(router: Router, tmp_path: Path) -> None:

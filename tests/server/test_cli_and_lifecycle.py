@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from extproc.cli import build_parser, main
-from extproc.envoy_config import EnvoyOptions
+from extproc.ops.envoy_config import EnvoyOptions
 from extproc.server.logs import JsonFormatter
-from extproc.stack import Stack, StackConfig, free_port
+from extproc.ops.stack import Stack, StackConfig, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

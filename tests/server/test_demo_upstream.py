@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from extproc.demo_upstream import DemoServer, DemoUpstream
-from extproc.stack import free_port
+from extproc.ops.demo_upstream import DemoServer, DemoUpstream
+from extproc.ops.stack import free_port
 
 
 @pytest.fixture

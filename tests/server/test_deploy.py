@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from extproc.deploy import compose_envoy_yaml, k8s_envoy_configmap
-from extproc.envoy_config import envoy_binary
+from extproc.ops.deploy import compose_envoy_yaml, k8s_envoy_configmap
+from extproc.ops.envoy_config import envoy_binary
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"

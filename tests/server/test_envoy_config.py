@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extproc.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
+from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"

@@ -1,10 +1,10 @@
-"""The servicer over a real in-process gRPC channel, with a fake router."""
+"""The servicer over a real in-process gRPC channel, with a real Router over a small keyword policy."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -15,9 +15,14 @@ from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.outcome import RoutingOutcome
+from extproc.policy.load import compile_text
+from extproc.router import Router
 from extproc.server.app import ExtProcServer
 from extproc.settings import Settings
-from tests.server.fakes import FakeRouter
+from extproc.signals.base import BuildContext
 
 OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 CHAT = "/v1/chat/completions"
@@ -49,6 +54,47 @@ def response_headers_msg() -> Any:
 
 def chat(text: str, **extra: Any) -> bytes:
     return json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}], **extra}).encode()
+
+
+# Jailbreak words are refused, bug reports go to the code model, the rest to the general model.
+POLICY = """
+version: 1
+models:
+  - {name: code-security, cluster: code_security, upstream_model: Qwen/Qwen2.5-VL-32B-Instruct}
+  - {name: general, cluster: general, upstream_model: meta-llama/Llama-3.1-8B-Instruct}
+signals:
+  - {name: jailbreak, type: keyword, keywords: [jailbreak]}
+  - {name: code_present, type: keyword, keywords: [bug]}
+  - {name: code_review_words, type: keyword, keywords: [find, bug]}
+decisions:
+  - name: jailbreak_block
+    priority: 20
+    when: {signal: jailbreak}
+    action: {type: reject, status: 403, message: blocked, code: jailbreak_block}
+  - name: code_security_review
+    priority: 10
+    when: {all: [{signal: code_present}, {signal: code_review_words}]}
+    action: {type: route, models: [code-security]}
+default: {name: general, action: {type: route, models: [general]}}
+"""
+
+
+class CountingRouter(Router):
+    """The real router, counting the requests it was asked to route."""
+
+    calls: list[str]
+
+    async def route(self, body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+        self.calls.append(path)
+        return await super().route(body, path=path, request_id=request_id)
+
+
+def make_router(settings: Settings) -> CountingRouter:
+    executor = HeavyExecutor(1, None)
+    ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
+    router = CountingRouter(settings, compile_text(POLICY, ctx), executor=executor, models=ctx.models)
+    router.calls = []
+    return router
 
 
 def set_headers(mutation: Any) -> dict[str, str]:
@@ -84,12 +130,21 @@ class Harness:
         return status
 
 
-async def start(router: FakeRouter | None, debug: bool = False, load: bool = True) -> tuple[ExtProcServer, Any]:
+async def start(
+    debug: bool = False, load: bool = True, adapt: Callable[[CountingRouter], None] | None = None
+) -> tuple[ExtProcServer, Any]:
     settings = Settings.load(None, environ={}).model_copy(deep=True)
     settings.server.grpc_port = 0
     settings.server.debug_headers = debug
     settings.server.shutdown_grace_s = 2.0
-    server = ExtProcServer(settings, lambda s: router if router is not None else FakeRouter())
+
+    def factory(s: Settings) -> Router:
+        router = make_router(s)
+        if adapt is not None:
+            adapt(router)
+        return router
+
+    server = ExtProcServer(settings, factory)
     port = await server.start()
     if load:
         await server.load()
@@ -102,7 +157,7 @@ async def start(router: FakeRouter | None, debug: bool = False, load: bool = Tru
 
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
-    server, channel = await start(FakeRouter(), debug=True)
+    server, channel = await start(debug=True)
     yield Harness(server, channel)
     await channel.close()
     await server.stop()
@@ -147,8 +202,9 @@ async def test_non_inference_paths_pass_through(harness: Harness) -> None:
         mode = reply.mode_override
         assert mode.request_body_mode == processing_mode_pb2.ProcessingMode.NONE
         assert mode.response_header_mode == processing_mode_pb2.ProcessingMode.SKIP
-    assert harness.server.service.router is not None
-    assert not harness.server.service.router.calls  # type: ignore[attr-defined]
+    router = harness.server.service.router
+    assert isinstance(router, CountingRouter)
+    assert router.calls == []
 
 
 async def test_query_string_does_not_hide_an_inference_path(harness: Harness) -> None:
@@ -185,14 +241,15 @@ async def test_debug_trace_only_when_asked_and_sanitised(harness: Harness) -> No
         headers_msg(extra=[("x-vsr-debug", "true")]), body_msg(chat("find the bug")), response_headers_msg()
     )
     client = set_headers(replies[2].response_headers.response.header_mutation)
-    assert client["x-vsr-trace"].startswith("d[code_security_review]")
-    assert "\n" not in client["x-vsr-trace"]
+    trace = client["x-vsr-trace"]
+    assert "d[jailbreak_block=f code_security_review=t general=f]" in trace
+    assert "code_present=matched:1.00" in trace and "\n" not in trace
     # the debug header itself is a client x-vsr-* header: stripped before the upstream sees it
     assert "x-vsr-debug" in replies[0].request_headers.response.header_mutation.remove_headers
 
 
 async def test_debug_header_ignored_when_settings_disable_it() -> None:
-    server, channel = await start(FakeRouter(), debug=False)
+    server, channel = await start(debug=False)
     try:
         h = Harness(server, channel)
         replies = await h.exchange(
@@ -204,8 +261,15 @@ async def test_debug_header_ignored_when_settings_disable_it() -> None:
         await server.stop()
 
 
+def crash_on_route(router: CountingRouter) -> None:
+    async def boom(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+        raise RuntimeError("boom")
+
+    router.route = boom  # type: ignore[method-assign]
+
+
 async def test_router_crash_is_a_500_openai_error() -> None:
-    server, channel = await start(FakeRouter(fail=True))
+    server, channel = await start(adapt=crash_on_route)
     try:
         replies = await Harness(server, channel).exchange(headers_msg(), body_msg(chat("hi")))
         immediate = replies[-1].immediate_response
@@ -217,7 +281,7 @@ async def test_router_crash_is_a_500_openai_error() -> None:
 
 
 async def test_health_not_serving_until_loaded_then_503_then_serving() -> None:
-    server, channel = await start(FakeRouter(), load=False)
+    server, channel = await start(load=False)
     h = Harness(server, channel)
     try:
         assert await h.status() == health_pb2.HealthCheckResponse.NOT_SERVING
@@ -231,7 +295,7 @@ async def test_health_not_serving_until_loaded_then_503_then_serving() -> None:
 
 
 async def test_large_image_sized_body_round_trips() -> None:
-    server, channel = await start(FakeRouter())
+    server, channel = await start()
     try:
         big = chat("x" * (12 * 1024 * 1024))
         replies = await Harness(server, channel).exchange(headers_msg(), body_msg(big))
@@ -241,14 +305,18 @@ async def test_large_image_sized_body_round_trips() -> None:
         await server.stop()
 
 
-class SlowRouter(FakeRouter):
-    async def route(self, body: bytes, *, path: str = CHAT, request_id: str | None = None) -> Any:
+def slow_down(router: CountingRouter) -> None:
+    real = router.route
+
+    async def slow(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
         await asyncio.sleep(0.5)
-        return await super().route(body, path=path, request_id=request_id)
+        return await real(body, path=path, request_id=request_id)
+
+    router.route = slow  # type: ignore[method-assign]
 
 
 async def test_shutdown_drains_in_flight_streams() -> None:
-    server, channel = await start(SlowRouter())
+    server, channel = await start(adapt=slow_down)
     h = Harness(server, channel)
     try:
         in_flight = asyncio.create_task(h.exchange(headers_msg(), body_msg(chat("hi"))))

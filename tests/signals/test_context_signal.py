@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
-from extproc.signals.context import ContextSignal, ContextSpec, estimate_tokens
+from extproc.signals.context import ContextSignal, ContextSpec
 
 
 def req(*parts: tuple[Role, str]) -> RoutingRequest:
@@ -22,24 +22,24 @@ def signal(**kw: Any) -> ContextSignal:
 
 def test_estimate_counts_every_role() -> None:
     r = req((Role.SYSTEM, "a" * 400), (Role.USER, "b" * 400), (Role.TOOL, "c" * 400), (Role.ASSISTANT, "d" * 400))
-    assert estimate_tokens(r) == 1600 // 4 + 4 * 4
+    assert r.estimated_tokens() == 1600 // 4 + 4 * 4
 
 
 def test_estimate_segments_of_one_message_share_overhead() -> None:
     texts = [TextSegment(Role.USER, "x" * 40, 0), TextSegment(Role.USER, "y" * 40, 0, source="tool_result")]
     r = RoutingRequest(api=ApiKind.CHAT, model=None, stream=False, texts=texts)
-    assert estimate_tokens(r) == 20 + 4
+    assert r.estimated_tokens() == 20 + 4
 
 
 def test_estimate_rounds_up_and_handles_empty() -> None:
-    assert estimate_tokens(req()) == 0
-    assert estimate_tokens(req((Role.USER, "hi"))) == 1 + 4
+    assert req().estimated_tokens() == 0
+    assert req((Role.USER, "hi")).estimated_tokens() == 1 + 4
 
 
 def test_estimate_uses_utf8_bytes() -> None:
     # 3-byte CJK characters count 0.75 tokens each; 2-byte Cyrillic 0.5.
-    assert estimate_tokens(req((Role.USER, "漢" * 400))) == 300 + 4
-    assert estimate_tokens(req((Role.USER, "ж" * 400))) == 200 + 4
+    assert req((Role.USER, "漢" * 400)).estimated_tokens() == 300 + 4
+    assert req((Role.USER, "ж" * 400)).estimated_tokens() == 200 + 4
 
 
 def test_bounds() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from extproc.models.siglip import CheckpointError, LRUCache, VisionEncoder, inspect_checkpoint
+from extproc.models.siglip import CheckpointError, VisionEncoder, inspect_checkpoint
 from extproc.testing.tiny_siglip import drop_weights
 
 
@@ -108,15 +108,3 @@ def test_no_head_config_and_missing_calibration_are_refused(siglip_dir: Path, tm
         inspect_checkpoint(tmp_path / "nowhere")
 
 
-def test_lru_cache_evicts_least_recent() -> None:
-    cache = LRUCache(2)
-    a, b, c = (np.full(2, v, dtype=np.float32) for v in (1, 2, 3))
-    cache.put("a", a)
-    cache.put("b", b)
-    assert cache.get("a") is a  # a is now the most recent
-    cache.put("c", c)
-    assert cache.get("b") is None and cache.get("a") is a and cache.get("c") is c
-    assert len(cache) == 2
-    off = LRUCache(0)
-    off.put("a", a)
-    assert off.get("a") is None

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from extproc.models.preprocess import PreprocessConfig, PreprocessConfigError, Preprocessor, naflex_size, to_rgb
-from extproc.parity import ReferencePath
+from extproc.models.parity import ReferencePath
 
 
 def test_config_comes_from_the_checkpoint(siglip_dir: Path, siglip2_dir: Path) -> None:

@@ -27,6 +27,9 @@ from typing import Any
 import betterproto2
 import yaml
 
+from extproc import headers as vsr
+from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
+
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
 # the library's, not ours, and would otherwise flood every test run.
 with warnings.catch_warnings():
@@ -91,7 +94,7 @@ with warnings.catch_warnings():
     from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
     from envoy_data_plane.google.protobuf import Any as AnyMessage
 
-CLUSTER_HEADER = "x-vsr-cluster"
+CLUSTER_HEADER = vsr.CLUSTER
 EXT_PROC_CLUSTER = "extproc"
 MiB = 1024 * 1024
 
@@ -541,13 +544,13 @@ def _cluster_list(upstreams: Sequence[Upstream]) -> str:
     return ", ".join(f"{u.cluster}={u.host}:{u.port}" for u in upstreams)
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
 def _display(path: Path | str) -> str:
     """The policy path relative to the repository when it lies inside it (stable generated text)."""
     try:
-        return str(Path(path).resolve().relative_to(REPO_ROOT))
+        resolved = Path(path).resolve()
+        if resolved == DEFAULT_POLICY:
+            return "policies/default.yaml"
+        return str(resolved.relative_to(REPO_ROOT))
     except ValueError:
         return str(path)
 

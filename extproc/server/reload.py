@@ -18,28 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal
 
-from extproc.policy.load import CompiledPolicy, PolicyError
+from extproc.policy.load import CompiledPolicy, PolicyError, policy_version
 
-log = logging.getLogger("extproc.reload")
+if TYPE_CHECKING:
+    from extproc.router import Router
+
+log = logging.getLogger("extproc.server.reload")
 
 ReloadOutcome = Literal["success", "failure", "unchanged"]
-
-
-@runtime_checkable
-class ReloadableRouter(Protocol):
-    @property
-    def policy(self) -> CompiledPolicy: ...
-    def load(self, path: Path | str | None = None) -> CompiledPolicy: ...
-    def swap(self, policy: CompiledPolicy) -> CompiledPolicy: ...
 
 
 @dataclass(slots=True)
@@ -64,13 +58,13 @@ def content_version(path: Path) -> str | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+    return policy_version(text)
 
 
 class PolicyReloader:
     def __init__(
         self,
-        router: ReloadableRouter,
+        router: Router,
         path: Path,
         *,
         interval_s: float = 2.0,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from extproc.cli.envoy_config import options_from_args, parse_overrides
-from extproc.stack import StackConfig, run_foreground
+from extproc.cli.common import load_settings
+from extproc.cli.envoy_config_cmd import options_from_args, parse_overrides
+from extproc.ops.stack import StackConfig, run_foreground
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("stack", help="run Envoy, the server and demo upstreams", description=__doc__)
-    parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
+    parser.add_argument("--policy", type=Path, help="policy file (default: settings' policy_path)")
     parser.add_argument("--envoy-config", type=Path, help="use this Envoy config as is (default: render from policy)")
     parser.add_argument("--upstream", action="append", default=[], metavar="CLUSTER=HOST:PORT", help="repeatable")
     parser.add_argument("--no-demo-upstreams", action="store_true", help="clusters are real servers; start none")
@@ -23,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     config = StackConfig(
-        policy=args.policy.resolve(),
+        policy=(args.policy or load_settings(args).policy_path).resolve(),
         settings_file=Path(args.settings).resolve() if getattr(args, "settings", None) else None,
         envoy=options_from_args(args),
         upstream_overrides=parse_overrides(args.upstream),

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import yaml
 
-from extproc.envoy_config import EnvoyOptions, render, upstreams_from_policy
+from extproc.ops.envoy_config import EnvoyOptions, render, upstreams_from_policy
+from extproc.ops.paths import DEFAULT_POLICY, require_repository
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-POLICY = REPO_ROOT / "policies" / "default.yaml"
+POLICY = DEFAULT_POLICY
 COMPOSE_ENVOY = Path("docker/envoy.yaml")
 K8S_CONFIGMAP = Path("docker/k8s/envoy-configmap.yaml")
 
@@ -57,7 +57,8 @@ def k8s_envoy_configmap(policy: Path = POLICY) -> str:
     return header + yaml.safe_dump(configmap, sort_keys=False, width=4096, default_style=None)
 
 
-def write_all(root: Path = REPO_ROOT) -> list[Path]:
+def write_all(root: Path | None = None) -> list[Path]:
+    root = root if root is not None else require_repository("writing the deployment files")
     written = []
     for rel, text in ((COMPOSE_ENVOY, compose_envoy_yaml()), (K8S_CONFIGMAP, k8s_envoy_configmap())):
         path = root / rel

@@ -12,7 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from extproc.envoy_config import EnvoyOptions, envoy_binary, parse_address, render
+from extproc.cli.common import load_settings
+from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, parse_address, render
 
 FULL_NAME = "envoy.yaml"
 SNIPPET_NAME = "ext_proc_filter.yaml"
@@ -20,7 +21,7 @@ SNIPPET_NAME = "ext_proc_filter.yaml"
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("envoy-config", help="generate the Envoy config from a policy", description=__doc__)
-    parser.add_argument("--policy", type=Path, default=Path("policies/default.yaml"), help="policy file")
+    parser.add_argument("--policy", type=Path, help="policy file (default: settings' policy_path)")
     parser.add_argument("--out-dir", type=Path, default=Path("envoy"), help="where to write (default: envoy/)")
     parser.add_argument("--stdout", action="store_true", help="print envoy.yaml instead of writing files")
     parser.add_argument(
@@ -82,7 +83,8 @@ def validate(path: Path) -> tuple[bool, str]:
 def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
-        full, snippet = render(args.policy, options, parse_overrides(args.upstream))
+        policy = args.policy or load_settings(args).policy_path
+        full, snippet = render(policy, options, parse_overrides(args.upstream))
     except (OSError, ValueError) as exc:
         print(f"envoy-config: {exc}", file=sys.stderr)
         return 2
@@ -93,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         stale = [p for p, text in files.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
         for path in stale:
-            print(f"{path}: differs from `extproc envoy-config --policy {args.policy}`", file=sys.stderr)
+            print(f"{path}: differs from `extproc envoy-config --policy {policy}`", file=sys.stderr)
         if stale:
             return 1
     else:
@@ -102,9 +104,14 @@ def run(args: argparse.Namespace) -> int:
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
         if args.deploy:
-            from extproc.deploy import write_all
+            from extproc.ops.deploy import write_all
 
-            for path in write_all():
+            try:
+                deployed = write_all()
+            except FileNotFoundError as exc:
+                print(f"envoy-config: {exc}", file=sys.stderr)
+                return 2
+            for path in deployed:
                 print(f"wrote {path}")
     if args.validate:
         with tempfile.TemporaryDirectory() as tmp:

@@ -25,9 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from extproc.envoy_config import EXT_PROC_CLUSTER, EnvoyOptions, envoy_binary, render, upstreams_from_policy
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from extproc.ops.envoy_config import EXT_PROC_CLUSTER, EnvoyOptions, envoy_binary, render, upstreams_from_policy
+from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -47,7 +46,7 @@ def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
 
 @dataclass(slots=True)
 class StackConfig:
-    policy: Path = REPO_ROOT / "policies" / "default.yaml"
+    policy: Path = DEFAULT_POLICY
     settings_file: Path | None = None
     envoy: EnvoyOptions = field(default_factory=EnvoyOptions)
     # cluster -> "host:port" for the demo upstreams (and Envoy's clusters); None: the policy's addresses
@@ -218,7 +217,7 @@ class Stack:
         full_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
             cmd,
-            cwd=REPO_ROOT,
+            cwd=REPO_ROOT if in_repository() else None,
             env=full_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

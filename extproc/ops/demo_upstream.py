@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-log = logging.getLogger("extproc.demo_upstream")
+log = logging.getLogger("extproc.ops.demo_upstream")
 
 MAX_BODY = 64 * 1024 * 1024
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}

@@ -1,0 +1,50 @@
+"""The one LRU cache every model-side cache uses, and how metrics find them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extproc.models.cache import CachingModel, LruCache
+from extproc.observability.metrics import model_cache_stats
+
+
+def test_lru_cache_evicts_least_recent() -> None:
+    cache = LruCache[np.ndarray](2)
+    a, b, c = (np.full(2, v, dtype=np.float32) for v in (1, 2, 3))
+    cache.put("a", a)
+    cache.put("b", b)
+    assert cache.get("a") is a  # a is now the most recent
+    cache.put("c", c)
+    assert cache.get("b") is None and cache.get("a") is a and cache.get("c") is c
+    assert len(cache) == 2
+    off = LruCache[np.ndarray](0)
+    off.put("a", a)
+    assert off.get("a") is None
+    assert cache.hits == 3 and cache.misses == 1
+
+
+def test_peek_neither_counts_nor_refreshes() -> None:
+    cache: LruCache[str] = LruCache(2)
+    cache.put("a", "1")
+    cache.put("b", "2")
+    assert cache.peek("a") == "1" and cache.hits == 0 and cache.misses == 0
+    cache.put("c", "3")  # "a" was not refreshed by peek: it is the oldest and leaves
+    assert cache.peek("a") is None and cache.peek("b") == "2"
+
+
+class _Model:
+    def __init__(self) -> None:
+        self.cache: LruCache[int] = LruCache(4)
+
+    def caches(self) -> dict[str, LruCache[int]]:
+        return {"results": self.cache}
+
+
+def test_metrics_read_the_caches_models_declare() -> None:
+    model = _Model()
+    model.cache.put("k", 1)
+    model.cache.get("k")
+    model.cache.get("missing")
+    assert isinstance(model, CachingModel)
+    stats = model_cache_stats([("ocr", model), ("plain", object())])
+    assert [(s.cache, s.hits, s.misses) for s in stats] == [("ocr_results", 1, 1)]

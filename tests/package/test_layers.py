@@ -1,0 +1,137 @@
+"""The package's layers: every import runs from a higher layer to a lower one (or within one),
+and no imports run in a cycle. Function-level imports count; TYPE_CHECKING ones count for layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import extproc
+
+PACKAGE = Path(extproc.__file__).resolve().parent
+
+# Lowest first. A module may import from its own layer and the layers before it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("extproc.errors", "extproc.headers"),
+    ("extproc.images", "extproc.detectors"),
+    ("extproc.protocol",),
+    ("extproc.settings",),
+    ("extproc.models", "extproc.testing"),
+    ("extproc.signals",),
+    ("extproc.policy",),
+    ("extproc.outcome",),
+    ("extproc.router",),
+    ("extproc.observability",),
+    ("extproc.server",),
+    ("extproc.ops",),
+    ("extproc.cli", "extproc.__main__"),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> int | None:
+    for index, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    return None
+
+
+def _annotation_only(tree: ast.Module) -> set[int]:
+    """Ids of import nodes under `if TYPE_CHECKING:`: they never run."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            ids.update(id(child) for stmt in node.body for child in ast.walk(stmt))
+    return ids
+
+
+def imports_of(path: Path, module: str, *, runtime_only: bool = False) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _annotation_only(tree) if runtime_only else set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("extproc"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                base = module.split(".")[: -node.level] if path.name != "__init__.py" else module.split(".")
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.startswith("extproc"):
+                found.add(target)
+                found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def package_graph(*, runtime_only: bool = False) -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        # Keep only targets that are modules of the package ("from extproc import headers" names one).
+        targets = imports_of(path, name, runtime_only=runtime_only)
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for module, targets in sorted(graph.items()):
+        own = layer_of(module)
+        if own is None:
+            problems.append(f"{module}: in no layer (add it to LAYERS)")
+            continue
+        for target in sorted(targets):
+            theirs = layer_of(target)
+            if theirs is not None and theirs > own and target != "extproc":
+                problems.append(f"{module} (layer {own}) imports {target} (layer {theirs})")
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                found.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+def test_every_import_runs_downward() -> None:
+    graph = package_graph()
+    graph.pop("extproc", None)  # the package's own __init__ imports nothing of ours
+    assert layer_violations(graph) == []
+
+
+def test_no_import_cycles() -> None:
+    # Annotation-only imports (under TYPE_CHECKING) never execute; the server's app and its admin
+    # edge name each other's types that way, as a parent and the child it owns do.
+    assert cycles(package_graph(runtime_only=True)) == []
+
+
+def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
+    graph = {"extproc.policy.engine": {"extproc.router"}, "extproc.router": {"extproc.policy.engine"}}
+    assert layer_violations(graph) == ["extproc.policy.engine (layer 6) imports extproc.router (layer 8)"]
+    assert cycles(graph) == [["extproc.policy.engine", "extproc.router", "extproc.policy.engine"]]
+    assert layer_violations({"extproc.newthing": set()}) == ["extproc.newthing: in no layer (add it to LAYERS)"]
