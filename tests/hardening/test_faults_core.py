@@ -7,18 +7,15 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from extproc.models.executor import HeavyExecutor
-from extproc.models.registry import ModelRegistry
 from extproc.policy.load import PolicyError
 from extproc.router import Router
 from extproc.settings import Settings
-from extproc.signals.base import BuildContext, SignalStatus
-from tests.fakes import fake_catalog
-from tests.policy.policy_util import compile_policy
+from extproc.signals.base import SignalStatus
 
 MODELS = """
 version: 1
@@ -28,12 +25,15 @@ models:
 """
 
 
-def router_for(body: str, deadline_ms: float = 2000.0) -> Router:
-    settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": str(deadline_ms)})
-    executor = HeavyExecutor(1, None)
-    ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
-    policy = compile_policy(body, ctx, base=MODELS)
-    return Router(settings, policy, executor=executor, models=ctx.models, catalog=fake_catalog())
+@pytest.fixture
+def router_for(make_router: Callable[..., Router]) -> Callable[..., Router]:
+    """`(body, deadline_ms=2000.0) -> Router`: MODELS and `body`, with the fake signals."""
+
+    def build(body: str, deadline_ms: float = 2000.0) -> Router:
+        settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": str(deadline_ms)})
+        return make_router(body, settings, base=MODELS)
+
+    return build
 
 
 def chat(text: str = "hello") -> bytes:
@@ -52,7 +52,7 @@ default: {{name: general, action: {{type: route, models: [general]}}}}
 
 
 @pytest.mark.parametrize("behaviour", ["raise", "hang", "unavailable"])
-async def test_safety_signal_fails_closed_by_default(behaviour: str) -> None:
+async def test_safety_signal_fails_closed_by_default(behaviour: str, router_for: Callable[..., Router]) -> None:
     router = router_for(guard_policy(behaviour))
     try:
         started = time.perf_counter()
@@ -67,7 +67,7 @@ async def test_safety_signal_fails_closed_by_default(behaviour: str) -> None:
 
 
 @pytest.mark.parametrize("behaviour", ["raise", "hang", "unavailable"])
-async def test_routing_signal_fails_open_unknown_not_false(behaviour: str) -> None:
+async def test_routing_signal_fails_open_unknown_not_false(behaviour: str, router_for: Callable[..., Router]) -> None:
     """A routing signal that cannot answer is unknown: neither its rule nor a `not` over it fires."""
     body = f"""
 signal_timeout_ms: 150
@@ -87,7 +87,7 @@ default: {{name: general, action: {{type: route, models: [general]}}}}
         router.close()
 
 
-async def test_on_error_reject_answers_503_when_the_signal_fails() -> None:
+async def test_on_error_reject_answers_503_when_the_signal_fails(router_for: Callable[..., Router]) -> None:
     router = router_for(guard_policy("raise", ", on_error: reject"))
     try:
         outcome = await router.route(chat())
@@ -98,7 +98,9 @@ async def test_on_error_reject_answers_503_when_the_signal_fails() -> None:
         router.close()
 
 
-async def test_slow_signal_times_out_and_the_request_deadline_bounds_everything() -> None:
+async def test_slow_signal_times_out_and_the_request_deadline_bounds_everything(
+    router_for: Callable[..., Router],
+) -> None:
     """Per-signal timeout 150 ms; the request deadline (300 ms) cuts a signal allowed 10 s."""
     body = """
 signal_timeout_ms: 150
@@ -143,7 +145,7 @@ default: {name: general, action: {type: route, models: [general]}}
         router.close()
 
 
-async def test_no_tasks_leak_after_many_hanging_signals() -> None:
+async def test_no_tasks_leak_after_many_hanging_signals(router_for: Callable[..., Router]) -> None:
     router = router_for(guard_policy("hang"))
     try:
         before = len(asyncio.all_tasks())

@@ -8,7 +8,7 @@ from pathlib import Path
 from extproc.observability.decision_log import DecisionLog, read_records, record_body
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings
-from tests.observability.conftest import chat, image_chat
+from tests.conftest import chat, image_chat
 
 SECRET_TEXT = "my card is 4111 1111 1111 1111, find the bug"
 

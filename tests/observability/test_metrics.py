@@ -6,7 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from extproc.observability.metrics import CacheStats, Histogram, Metrics, cache_metrics, live_metrics
 from extproc.router import Router
-from tests.observability.conftest import chat, image_chat
+from tests.conftest import chat, image_chat
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

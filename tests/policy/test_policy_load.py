@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from extproc.policy.load import PolicyError
+from extproc.policy.load import CompiledPolicy, Diagnostic, PolicyError
 from extproc.signals.base import BuildContext
-from tests.policy.policy_util import compile_policy, diagnostics, errors
 
 GOOD = """
 signals:
@@ -26,28 +27,29 @@ default:
 """
 
 
-def test_a_good_policy_compiles(build_ctx: BuildContext) -> None:
-    policy = compile_policy(GOOD, build_ctx)
+def test_a_good_policy_compiles(compile_policy: Callable[..., CompiledPolicy]) -> None:
+    policy = compile_policy(GOOD)
     assert [d.name for d in policy.decisions] == ["first", "second"]
     assert set(policy.signals) == {"a", "b", "img"}
     assert len(policy.version) == 12 and not policy.warnings
 
 
-def test_decisions_are_ordered_by_priority_not_file_order(build_ctx: BuildContext) -> None:
+def test_decisions_are_ordered_by_priority_not_file_order(compile_policy: Callable[..., CompiledPolicy]) -> None:
     body = GOOD.replace("priority: 10", "priority: 1")
-    policy = compile_policy(body, build_ctx)
+    policy = compile_policy(body)
     assert [d.name for d in policy.decisions] == ["second", "first"]
 
 
-def test_only_referenced_signals_are_built_and_unused_ones_warned(build_ctx: BuildContext) -> None:
+def test_only_referenced_signals_are_built_and_unused_ones_warned(
+    compile_policy: Callable[..., CompiledPolicy],
+) -> None:
     body = GOOD.replace("signals:\n", "signals:\n  - {name: unused, type: fake}\n")
-    policy = compile_policy(body, build_ctx)
+    policy = compile_policy(body)
     assert "unused" not in policy.signals
     assert any("'unused' is not used" in w.message for w in policy.warnings)
 
 
-def _one_error(body: str, ctx: BuildContext) -> str:
-    found = errors(body, ctx)
+def _one_error(found: list[str]) -> str:
     assert found, "expected an error"
     return "\n".join(found)
 
@@ -76,70 +78,68 @@ def _one_error(body: str, ctx: BuildContext) -> str:
     ],
 )
 def test_each_validation_error_is_reported_precisely(
-    build_ctx: BuildContext, old: str, new: str, expected: str
+    old: str, new: str, expected: str, policy_base: str, policy_errors: Callable[..., list[str]]
 ) -> None:
     body = GOOD.replace(old, new)
     if old == "version: 1":
-        from tests.policy.policy_util import BASE
-
-        found = "\n".join(errors(GOOD, build_ctx, base=BASE.replace(old, new)))
+        found = "\n".join(policy_errors(GOOD, base=policy_base.replace(old, new)))
     else:
         assert body != GOOD, f"replacement {old!r} did not apply"
-        found = _one_error(body, build_ctx)
+        found = _one_error(policy_errors(body))
     assert expected in found
     assert "test.yaml:" in found
 
 
-def test_errors_carry_line_numbers_of_the_offending_node(build_ctx: BuildContext) -> None:
+def test_errors_carry_line_numbers_of_the_offending_node(
+    policy_diagnostics: Callable[..., list[Diagnostic]], policy_text: Callable[..., str]
+) -> None:
     body = GOOD.replace("models: [big-text]", "models: [nope]")
-    diags = [d for d in diagnostics(body, build_ctx) if d.severity == "error"]
+    diags = [d for d in policy_diagnostics(body) if d.severity == "error"]
     assert len(diags) == 1
     diag = diags[0]
     assert diag.location == "decisions[0].action.models[0]"
-    from tests.policy.policy_util import policy_text
-
     expected_line = policy_text(body).splitlines().index("    action: {type: route, models: [nope]}") + 1
     assert diag.line == expected_line
     assert diag.format().startswith(f"test.yaml:{expected_line}: decisions[0].action.models[0]: error:")
 
 
-def test_all_problems_are_reported_at_once(build_ctx: BuildContext) -> None:
+def test_all_problems_are_reported_at_once(policy_errors: Callable[..., list[str]]) -> None:
     body = GOOD.replace("models: [big-text]", "models: [nope]").replace("signal: img", "signal: ghost")
-    found = errors(body, build_ctx)
+    found = policy_errors(body)
     assert len(found) == 2
 
 
-def test_invalid_yaml_reports_the_line(build_ctx: BuildContext) -> None:
-    found = errors("decisions: [\n  {name: x\n", build_ctx)
+def test_invalid_yaml_reports_the_line(policy_errors: Callable[..., list[str]]) -> None:
+    found = policy_errors("decisions: [\n  {name: x\n")
     assert len(found) == 1 and "invalid YAML" in found[0]
     assert found[0].split(":")[1].isdigit()
 
 
-def test_contradictory_rule_is_unreachable(build_ctx: BuildContext) -> None:
+def test_contradictory_rule_is_unreachable(policy_errors: Callable[..., list[str]]) -> None:
     body = GOOD.replace("{all: [{signal: a}, {not: {signal: b}}]}", "{all: [{signal: a}, {not: {signal: a}}]}")
-    assert "decision 'first' can never be reached" in _one_error(body, build_ctx)
+    assert "decision 'first' can never be reached" in _one_error(policy_errors(body))
 
 
-def test_shadowed_rule_is_unreachable(build_ctx: BuildContext) -> None:
+def test_shadowed_rule_is_unreachable(policy_errors: Callable[..., list[str]]) -> None:
     body = GOOD.replace(
         "when: {signal: img, label: passport, min_score: 0.5}",
         "when: {all: [{signal: a}, {not: {signal: b}}, {signal: img}]}",
     )
-    assert "decision 'second' can never be reached" in _one_error(body, build_ctx)
+    assert "decision 'second' can never be reached" in _one_error(policy_errors(body))
 
 
-def test_rule_reachable_only_through_unknown_is_not_flagged(build_ctx: BuildContext) -> None:
+def test_rule_reachable_only_through_unknown_is_not_flagged(policy_errors: Callable[..., list[str]]) -> None:
     # 'first' is any(a, not a): never false, but unknown when `a` fails (on_error no_match),
     # and then 'second' can still win.
     body = GOOD.replace("{all: [{signal: a}, {not: {signal: b}}]}", "{any: [{signal: a}, {not: {signal: a}}]}")
-    assert errors(body, build_ctx) == []
+    assert policy_errors(body) == []
 
 
-def test_fail_closed_signals_cannot_hide_behind_unknown(build_ctx: BuildContext) -> None:
+def test_fail_closed_signals_cannot_hide_behind_unknown(policy_errors: Callable[..., list[str]]) -> None:
     # With on_error=match, `a` is never unknown, so any(a, not a) is always true.
     body = GOOD.replace("{all: [{signal: a}, {not: {signal: b}}]}", "{any: [{signal: a}, {not: {signal: a}}]}")
     body = body.replace("- {name: a, type: fake}", "- {name: a, type: fake, on_error: match}")
-    assert "decision 'second' can never be reached" in _one_error(body, build_ctx)
+    assert "decision 'second' can never be reached" in _one_error(policy_errors(body))
 
 
 def test_missing_file_is_a_clear_error(build_ctx: BuildContext, tmp_path: object) -> None:
@@ -152,22 +152,22 @@ def test_missing_file_is_a_clear_error(build_ctx: BuildContext, tmp_path: object
     assert "cannot read policy" in str(caught.value)
 
 
-def test_plugin_headers_are_validated(build_ctx: BuildContext) -> None:
+def test_plugin_headers_are_validated(policy_errors: Callable[..., list[str]]) -> None:
     body = GOOD.replace(
         "action: {type: route, models: [big-text]}",
         "action: {type: route, models: [big-text]}\n    plugins: {set_headers: {x-vsr-cluster: vlm_cluster}}",
     )
-    assert "reserved" in _one_error(body, build_ctx)
+    assert "reserved" in _one_error(policy_errors(body))
 
 
-def test_compile_raises_policy_error_listing_problems(build_ctx: BuildContext) -> None:
+def test_compile_raises_policy_error_listing_problems(compile_policy: Callable[..., CompiledPolicy]) -> None:
     with pytest.raises(PolicyError) as caught:
-        compile_policy(GOOD.replace("signal: img", "signal: ghost"), build_ctx)
+        compile_policy(GOOD.replace("signal: img", "signal: ghost"))
     assert "unknown signal 'ghost'" in str(caught.value)
 
 
-def test_a_policy_may_omit_signals_and_decisions(build_ctx: BuildContext) -> None:
-    from tests.policy.policy_util import BASE
-
-    policy = compile_policy("default: {name: only, action: {type: route, models: [vlm]}}\n", build_ctx, base=BASE)
+def test_a_policy_may_omit_signals_and_decisions(
+    compile_policy: Callable[..., CompiledPolicy], policy_base: str
+) -> None:
+    policy = compile_policy("default: {name: only, action: {type: route, models: [vlm]}}\n", base=policy_base)
     assert policy.decisions == [] and policy.signals == {} and policy.default.name == "only"

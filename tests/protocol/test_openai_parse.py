@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Callable
 
 import pytest
 from PIL import Image
@@ -11,7 +12,6 @@ from extproc.errors import MalformedRequest, PayloadTooLarge, UnprocessableReque
 from extproc.images import ImageLimits
 from extproc.protocol.openai import api_for_path, parse_request
 from extproc.protocol.request import ApiKind, Role
-from tests.protocol.images_util import chat_with_images, data_uri, image_bytes
 
 
 def parse(body: object, path: str = "/v1/chat/completions", **kw: object) -> object:
@@ -55,7 +55,13 @@ def test_chat_string_and_part_content_by_role() -> None:
 @pytest.mark.parametrize(
     ("fmt", "mime"), [("PNG", "image/png"), ("JPEG", "image/jpeg"), ("WEBP", "image/webp"), ("GIF", "image/gif")]
 )
-def test_inline_images_of_each_format(fmt: str, mime: str) -> None:
+def test_inline_images_of_each_format(
+    fmt: str,
+    mime: str,
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+) -> None:
     data = image_bytes(fmt)
     req = parse(chat_with_images(data_uri(data, mime)))
     assert len(req.images) == 1  # type: ignore[attr-defined]
@@ -65,7 +71,9 @@ def test_inline_images_of_each_format(fmt: str, mime: str) -> None:
     assert image.pixels().size == (16, 12)
 
 
-def test_input_image_part_and_remote_url_is_recorded_not_fetched() -> None:
+def test_input_image_part_and_remote_url_is_recorded_not_fetched(
+    data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     body = {
         "model": "auto",
         "input": [
@@ -149,18 +157,20 @@ def test_malformed_bodies_map_to_typed_errors(body: bytes, status: int, code: st
     assert set(error) >= {"message", "type", "code"} and error["message"]
 
 
-def test_invalid_base64_is_400() -> None:
+def test_invalid_base64_is_400(chat_with_images: Callable[..., dict[str, object]]) -> None:
     with pytest.raises(MalformedRequest) as caught:
         parse(chat_with_images("data:image/png;base64,@@@not-base64@@@"))
     assert caught.value.code == "invalid_base64"
 
 
-def test_non_data_non_http_url_is_400() -> None:
+def test_non_data_non_http_url_is_400(chat_with_images: Callable[..., dict[str, object]]) -> None:
     with pytest.raises(MalformedRequest):
         parse(chat_with_images("file:///etc/passwd"))
 
 
-def test_unsupported_image_format_is_415() -> None:
+def test_unsupported_image_format_is_415(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     with pytest.raises(UnsupportedMedia):
         parse(chat_with_images(data_uri(image_bytes("BMP"), "image/png")))
     with pytest.raises(UnsupportedMedia):
@@ -169,21 +179,27 @@ def test_unsupported_image_format_is_415() -> None:
         parse(chat_with_images(data_uri(b"plain text, not an image", "text/plain")))
 
 
-def test_image_byte_limit_is_413() -> None:
+def test_image_byte_limit_is_413(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     data = image_bytes(size=(64, 64))
     with pytest.raises(PayloadTooLarge) as caught:
         parse(chat_with_images(data_uri(data)), limits=ImageLimits(max_bytes=len(data) - 1))
     assert caught.value.status == 413
 
 
-def test_pixel_limit_refuses_before_decoding() -> None:
+def test_pixel_limit_refuses_before_decoding(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     data = image_bytes(size=(300, 300))
     with pytest.raises(PayloadTooLarge) as caught:
         parse(chat_with_images(data_uri(data)), limits=ImageLimits(max_pixels=300 * 299))
     assert caught.value.code == "image_too_many_pixels"
 
 
-def test_decompression_bomb_is_refused() -> None:
+def test_decompression_bomb_is_refused(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str]
+) -> None:
     # A 1-bit PNG of 20000x20000 compresses to a few KB but would decode to 400 Mpx.
     img = Image.new("1", (20000, 20000), 0)
     buf = io.BytesIO()
@@ -193,7 +209,7 @@ def test_decompression_bomb_is_refused() -> None:
         parse(chat_with_images(data_uri(buf.getvalue())))
 
 
-def test_frame_limit_is_413() -> None:
+def test_frame_limit_is_413(chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str]) -> None:
     frames = [Image.new("RGB", (8, 8), (i * 25, 0, 0)) for i in range(10)]
     buf = io.BytesIO()
     frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:])
@@ -202,14 +218,18 @@ def test_frame_limit_is_413() -> None:
     assert caught.value.code == "image_too_many_frames"
 
 
-def test_image_count_limit_counts_remote_images_too() -> None:
+def test_image_count_limit_counts_remote_images_too(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     uris = [data_uri(image_bytes()), "https://a.invalid/1.png", "https://a.invalid/2.png"]
     with pytest.raises(PayloadTooLarge) as caught:
         parse(chat_with_images(*uris), limits=ImageLimits(max_images=2))
     assert caught.value.code == "too_many_images"
 
 
-def test_truncated_image_is_422_when_decoded() -> None:
+def test_truncated_image_is_422_when_decoded(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     data = image_bytes("PNG", size=(64, 64), mode="RGB")
     req = parse(chat_with_images(data_uri(data[: len(data) - 40])))
     with pytest.raises(UnprocessableRequest) as caught:
@@ -217,7 +237,9 @@ def test_truncated_image_is_422_when_decoded() -> None:
     assert caught.value.status == 422
 
 
-def test_garbage_after_valid_header_is_422_or_415() -> None:
+def test_garbage_after_valid_header_is_422_or_415(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str], image_bytes: Callable[..., bytes]
+) -> None:
     data = image_bytes("JPEG", size=(64, 64))
     corrupt = data[:20] + b"\x00" * 10
     with pytest.raises((UnprocessableRequest, UnsupportedMedia)):
@@ -225,7 +247,9 @@ def test_garbage_after_valid_header_is_422_or_415() -> None:
         req.images[0].pixels()  # type: ignore[attr-defined]
 
 
-def test_exif_orientation_is_applied() -> None:
+def test_exif_orientation_is_applied(
+    chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str]
+) -> None:
     img = Image.new("RGB", (40, 20), (10, 20, 30))
     exif = Image.Exif()
     exif[0x0112] = 6  # rotate 90 degrees clockwise on display

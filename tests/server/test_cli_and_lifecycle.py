@@ -16,8 +16,8 @@ import pytest
 
 from extproc.cli import build_parser, main
 from extproc.ops.envoy_config import EnvoyOptions
-from extproc.server.logs import JsonFormatter
 from extproc.ops.stack import Stack, StackConfig, free_port
+from extproc.server.logs import JsonFormatter
 
 REPO = Path(__file__).resolve().parents[2]
 

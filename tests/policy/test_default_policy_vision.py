@@ -9,7 +9,7 @@ sets, templates, top-k, thresholds, rule trees, priorities, actions) rather than
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,6 @@ from extproc.policy.load import load_policy
 from extproc.router import Router
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
-from tests.protocol.images_util import chat_with_images, data_uri, image_bytes
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
 
@@ -56,15 +55,21 @@ class ControlledEncoder:
         return 1.0 / (1.0 + np.exp(-(10.0 * cos - 5.0)))  # SigLIP's sigmoid(scale * cos + bias)
 
 
-def _image(seed: int) -> bytes:
-    return image_bytes("PNG", size=(24 + seed, 24), mode="RGB")
-
-
 SHOWS = {"passport": 1, "chest_xray": 2, "code_screenshot": 3, "vehicle": 4, "everyday_photo": 5}
 
 
 @pytest.fixture(scope="module")
-def vision_router() -> Iterator[tuple[Router, ControlledEncoder]]:
+def shown_image(image_bytes: Callable[..., bytes]) -> Callable[[str], bytes]:
+    """The test image that "shows" `label`: each label's image differs in size, so in hash."""
+
+    def image(label: str) -> bytes:
+        return image_bytes("PNG", size=(24 + SHOWS[label], 24), mode="RGB")
+
+    return image
+
+
+@pytest.fixture(scope="module")
+def vision_router(shown_image: Callable[[str], bytes]) -> Iterator[tuple[Router, ControlledEncoder]]:
     import hashlib
 
     import yaml
@@ -75,7 +80,7 @@ def vision_router() -> Iterator[tuple[Router, ControlledEncoder]]:
 
     parsed = ImageLabelsSpec.model_validate(spec)
     prompts = {label: parsed.prompts(label) for label in parsed.labels}
-    image_labels = {hashlib.sha256(_image(seed)).hexdigest(): label for label, seed in SHOWS.items()}
+    image_labels = {hashlib.sha256(shown_image(label)).hexdigest(): label for label in SHOWS}
     encoder = ControlledEncoder(prompts, image_labels)
     models = ModelRegistry()
     models.put("vision", encoder, detail="controlled test encoder")
@@ -86,8 +91,18 @@ def vision_router() -> Iterator[tuple[Router, ControlledEncoder]]:
     router.close()
 
 
-def request(label: str, text: str) -> bytes:
-    return json.dumps(chat_with_images(data_uri(_image(SHOWS[label])), text=text)).encode()
+@pytest.fixture(scope="module")
+def image_request(
+    shown_image: Callable[[str], bytes],
+    data_uri: Callable[..., str],
+    chat_with_images: Callable[..., dict[str, object]],
+) -> Callable[[str, str], bytes]:
+    """`(label, text) -> body`: a chat request with `text` and the image showing `label`."""
+
+    def request(label: str, text: str) -> bytes:
+        return json.dumps(chat_with_images(data_uri(shown_image(label)), text=text)).encode()
+
+    return request
 
 
 @pytest.mark.parametrize(
@@ -103,10 +118,15 @@ def request(label: str, text: str) -> bytes:
     ],
 )
 async def test_seed_scenarios_are_decided_by_the_image(
-    vision_router: tuple[Router, ControlledEncoder], label: str, text: str, decision: str, model: str | None
+    vision_router: tuple[Router, ControlledEncoder],
+    image_request: Callable[[str, str], bytes],
+    label: str,
+    text: str,
+    decision: str,
+    model: str | None,
 ) -> None:
     router, _ = vision_router
-    outcome = await router.route(request(label, text))
+    outcome = await router.route(image_request(label, text))
     assert outcome.decision == decision, outcome.to_dict()["trace"]
     assert (outcome.model.name if outcome.model else None) == model
     image_kind = next(s for s in outcome.signals if s.name == "image_kind")

@@ -4,26 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 
 import pytest
 
-from extproc.models.executor import HeavyExecutor
-from extproc.models.registry import ModelRegistry
 from extproc.policy.conditions import Tri
 from extproc.router import Router
 from extproc.settings import Settings
-from extproc.signals.base import BuildContext, SignalStatus
-from tests.fakes import fake_catalog
-from tests.policy.policy_util import compile_policy
-from tests.protocol.images_util import chat_with_images, data_uri, image_bytes
-
-
-def make_router(body: str, settings: Settings | None = None) -> Router:
-    settings = settings or Settings.load(None, environ={})
-    executor = HeavyExecutor(1, None)
-    ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
-    policy = compile_policy(body, ctx)
-    return Router(settings, policy, executor=executor, models=ctx.models, catalog=fake_catalog())
+from extproc.signals.base import SignalStatus
 
 
 def chat(text: str = "hello", **extra: object) -> bytes:
@@ -41,7 +29,7 @@ TWO = policy(
 )
 
 
-async def test_highest_priority_match_wins_and_trace_covers_every_decision() -> None:
+async def test_highest_priority_match_wins_and_trace_covers_every_decision(make_router: Callable[..., Router]) -> None:
     router = make_router(TWO)
     outcome = await router.route(chat())
     assert (outcome.action, outcome.decision, outcome.model.name if outcome.model else None) == (
@@ -55,7 +43,7 @@ async def test_highest_priority_match_wins_and_trace_covers_every_decision() -> 
     assert any("not run: lo" in note for note in outcome.notes)
 
 
-async def test_lazy_dispatch_runs_only_what_the_undecided_decision_needs() -> None:
+async def test_lazy_dispatch_runs_only_what_the_undecided_decision_needs(make_router: Callable[..., Router]) -> None:
     body = policy(
         "  - {name: cheap_gate, type: fake_inline, behaviour: no_match}\n"
         "  - {name: expensive, type: fake, behaviour: raise}\n"
@@ -70,7 +58,12 @@ async def test_lazy_dispatch_runs_only_what_the_undecided_decision_needs() -> No
     assert outcome.decision == "after"
 
 
-async def test_image_only_signals_answer_no_for_text_requests_without_running() -> None:
+async def test_image_only_signals_answer_no_for_text_requests_without_running(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
     body = policy(
         "  - {name: vision, type: fake_image, behaviour: unavailable}\n",
         "  - {name: pictures, priority: 1, when: {signal: vision}, action: {type: route, models: [vlm]}}\n",
@@ -82,7 +75,7 @@ async def test_image_only_signals_answer_no_for_text_requests_without_running() 
     assert with_image.signals[0].status is SignalStatus.UNAVAILABLE
 
 
-async def test_default_when_nothing_matches_and_first_failed_leaf_is_named() -> None:
+async def test_default_when_nothing_matches_and_first_failed_leaf_is_named(make_router: Callable[..., Router]) -> None:
     router = make_router(
         TWO.replace("{name: hi, type: fake}", "{name: hi, type: fake, behaviour: no_match}").replace(
             "{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}"
@@ -93,7 +86,12 @@ async def test_default_when_nothing_matches_and_first_failed_leaf_is_named() -> 
     assert outcome.trace[0].blame == "hi" and outcome.trace[0].value is Tri.FALSE
 
 
-async def test_capability_fallback_skips_text_only_models_for_images() -> None:
+async def test_capability_fallback_skips_text_only_models_for_images(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
     router = make_router(
         TWO.replace("behaviour", "x")
         if False
@@ -107,7 +105,12 @@ async def test_capability_fallback_skips_text_only_models_for_images() -> None:
     assert any("text-only" in n for n in outcome.notes)
 
 
-async def test_no_capable_model_is_a_clear_400() -> None:
+async def test_no_capable_model_is_a_clear_400(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
     router = make_router(
         policy(
             "  - {name: any_request, type: fake}\n",
@@ -122,7 +125,7 @@ async def test_no_capable_model_is_a_clear_400() -> None:
     assert "text_only" in error["message"] and "text-model" in error["message"]
 
 
-async def test_context_window_is_respected() -> None:
+async def test_context_window_is_respected(make_router: Callable[..., Router]) -> None:
     router = make_router(
         policy(
             "  - {name: x, type: fake, behaviour: no_match}\n",
@@ -135,7 +138,7 @@ async def test_context_window_is_respected() -> None:
     assert any("window" in n for n in outcome.notes)
 
 
-async def test_slow_signal_times_out_and_is_unknown_not_false() -> None:
+async def test_slow_signal_times_out_and_is_unknown_not_false(make_router: Callable[..., Router]) -> None:
     router = make_router(
         policy(
             "  - {name: slow, type: fake, delay_ms: 5000}\n  - {name: fast, type: fake}\n",
@@ -150,7 +153,7 @@ async def test_slow_signal_times_out_and_is_unknown_not_false() -> None:
     assert outcome.trace[0].value is Tri.UNKNOWN and outcome.trace[0].blame == "slow"
 
 
-async def test_failing_signal_is_an_error_result_and_routing_fails_open() -> None:
+async def test_failing_signal_is_an_error_result_and_routing_fails_open(make_router: Callable[..., Router]) -> None:
     router = make_router(
         policy(
             "  - {name: broken, type: fake, behaviour: raise}\n",
@@ -163,7 +166,7 @@ async def test_failing_signal_is_an_error_result_and_routing_fails_open() -> Non
     assert outcome.decision == "general"
 
 
-async def test_safety_signal_fails_closed_by_default() -> None:
+async def test_safety_signal_fails_closed_by_default(make_router: Callable[..., Router]) -> None:
     router = make_router(
         policy(
             "  - {name: guard, type: fake_safety, behaviour: raise}\n",
@@ -174,7 +177,7 @@ async def test_safety_signal_fails_closed_by_default() -> None:
     assert outcome.action == "reject" and outcome.status == 403 and outcome.decision == "blocked"
 
 
-async def test_on_error_match_and_no_match_override_family_defaults() -> None:
+async def test_on_error_match_and_no_match_override_family_defaults(make_router: Callable[..., Router]) -> None:
     open_guard = policy(
         "  - {name: guard, type: fake_safety, behaviour: unavailable, on_error: no_match}\n",
         "  - {name: blocked, priority: 1, when: {signal: guard}, action: {type: reject, status: 403, message: denied}}\n",
@@ -189,7 +192,7 @@ async def test_on_error_match_and_no_match_override_family_defaults() -> None:
     assert outcome.signals[0].status is SignalStatus.UNAVAILABLE
 
 
-async def test_on_error_reject_rejects_the_request() -> None:
+async def test_on_error_reject_rejects_the_request(make_router: Callable[..., Router]) -> None:
     body = policy(
         "  - {name: must, type: fake, behaviour: hang, on_error: reject}\n",
         "  - {name: d, priority: 1, when: {signal: must}, action: {type: route, models: [big-text]}}\n",
@@ -200,7 +203,7 @@ async def test_on_error_reject_rejects_the_request() -> None:
     assert json.loads(outcome.immediate_response().body)["error"]["code"] == "signal_unavailable"
 
 
-async def test_request_deadline_bounds_all_signals() -> None:
+async def test_request_deadline_bounds_all_signals(make_router: Callable[..., Router]) -> None:
     settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "50"})
     body = policy(
         "  - {name: a, type: fake, behaviour: hang, timeout_ms: 100000}\n  - {name: b, type: fake, behaviour: hang, timeout_ms: 100000}\n",
@@ -211,7 +214,7 @@ async def test_request_deadline_bounds_all_signals() -> None:
     assert outcome.decision == "general"
 
 
-async def test_signals_run_concurrently() -> None:
+async def test_signals_run_concurrently(make_router: Callable[..., Router]) -> None:
     # Each rendezvous signal waits until the other has started: sequential dispatch would time out.
     body = policy(
         "  - {name: r1, type: rendezvous, group: g1}\n  - {name: r2, type: rendezvous, group: g1}\n",
@@ -222,7 +225,7 @@ async def test_signals_run_concurrently() -> None:
     assert outcome.decision == "both"
 
 
-async def test_label_leaves_and_min_score() -> None:
+async def test_label_leaves_and_min_score(make_router: Callable[..., Router]) -> None:
     body = policy(
         "  - {name: img, type: fake, labels: {passport: 0.8, xray: 0.3}}\n",
         "  - {name: passport, priority: 3, when: {signal: img, label: passport, min_score: 0.9}, action: {type: route, models: [big-text]}}\n"
@@ -233,7 +236,7 @@ async def test_label_leaves_and_min_score() -> None:
     assert outcome.trace[0].blame == "img[passport]>=0.9"
 
 
-async def test_client_model_is_honoured_only_when_no_rule_fires() -> None:
+async def test_client_model_is_honoured_only_when_no_rule_fires(make_router: Callable[..., Router]) -> None:
     body = "client_models: [big-text]\n" + TWO.replace(
         "{name: lo, type: fake}", "{name: lo, type: fake, behaviour: no_match}"
     )
@@ -254,14 +257,19 @@ async def test_client_model_is_honoured_only_when_no_rule_fires() -> None:
     assert any("not selectable" in n for n in refused.notes)
 
 
-async def test_malformed_request_becomes_an_error_outcome() -> None:
+async def test_malformed_request_becomes_an_error_outcome(make_router: Callable[..., Router]) -> None:
     outcome = await make_router(TWO).route(b"{oops")
     assert outcome.action == "error" and outcome.status == 400 and outcome.request is None
     body = json.loads(outcome.immediate_response().body)
     assert body["error"]["code"] == "invalid_json"
 
 
-async def test_corrupt_image_found_by_a_signal_is_a_request_error() -> None:
+async def test_corrupt_image_found_by_a_signal_is_a_request_error(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
     from extproc.signals.base import Evaluation, Signal, SignalContext
 
     class PixelReader(Signal):
@@ -278,7 +286,7 @@ async def test_corrupt_image_found_by_a_signal_is_a_request_error() -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-async def test_clarify_is_an_assistant_reply(stream: bool) -> None:
+async def test_clarify_is_an_assistant_reply(stream: bool, make_router: Callable[..., Router]) -> None:
     body = policy(
         "  - {name: ask, type: fake}\n",
         "  - {name: clarify_it, priority: 1, when: {signal: ask}, action: {type: clarify, message: 'Which one?'}}\n",
@@ -297,49 +305,31 @@ async def test_clarify_is_an_assistant_reply(stream: bool) -> None:
         assert data["object"] == "chat.completion" and data["choices"][0]["message"]["content"] == "Which one?"
 
 
-def test_a_reload_retries_models_that_failed_to_load() -> None:
-    from extproc.models.registry import ModelRegistry, ModelUnavailable
-
-    registry = ModelRegistry()
-    attempts: list[int] = []
-
-    def broken() -> object:
-        attempts.append(1)
-        raise OSError("weights missing")
-
-    for _ in range(2):
-        with pytest.raises(ModelUnavailable):
-            registry.get("vision", broken)
-    assert len(attempts) == 1  # a failure is remembered, not retried per request
-    assert registry.forget_failures() == ["vision"]
-    assert registry.get("vision", lambda: "loaded now") == "loaded now"
-    assert [s.loaded for s in registry.statuses()] == [True]
-
-
-async def test_overload_does_not_pile_up_abandoned_work_on_the_executor() -> None:
+async def test_overload_does_not_pile_up_abandoned_work_on_the_executor(
+    executor_work_started: list[float], make_router: Callable[..., Router]
+) -> None:
     """Requests that gave up at their deadline take their queued heavy jobs with them, so a
     burst cannot leave the one executor busy with work nobody waits for any more."""
-    from tests.fakes import ExecutorSignal
-
     settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "300"})
     body = policy(
         "  - {name: heavy, type: executor_work, work_ms: 100, timeout_ms: 10000}\n",
         "  - {name: d, priority: 1, when: {signal: heavy}, action: {type: route, models: [big-text]}}\n",
     )
     router = make_router(body, settings)
-    ExecutorSignal.started.clear()
     outcomes = await asyncio.gather(*(router.route(chat(f"request {i}")) for i in range(20)))
     statuses = [o.signals[0].status for o in outcomes]
     assert statuses.count(SignalStatus.TIMEOUT) >= 10  # 20 x 100 ms of work cannot fit in 300 ms
     await asyncio.sleep(0.3)  # let the job that was running when the deadline passed finish
-    ran = len(ExecutorSignal.started)
+    ran = len(executor_work_started)
     assert ran < 10, f"{ran} jobs ran: abandoned jobs were not cancelled"
     late = await router.route(chat("after the burst"))
     assert late.signals[0].status is SignalStatus.MATCHED  # the executor is free again at once
     router.close()
 
 
-async def test_cheaper_heavy_signals_run_first_and_can_spare_the_costly_ones() -> None:
+async def test_cheaper_heavy_signals_run_first_and_can_spare_the_costly_ones(
+    make_router: Callable[..., Router],
+) -> None:
     body = policy(
         "  - {name: vision, type: fake, labels: {passport: 0.9}}\n"
         "  - {name: ocr, type: fake_ocr}\n"

@@ -18,7 +18,7 @@ from extproc.cli import main
 from extproc.observability.observer import REQUEST_ID, RequestIdFilter
 from extproc.server.app import ExtProcServer
 from extproc.settings import Settings
-from tests.observability.conftest import CHANGED, VISION, chat, image_chat
+from tests.conftest import CHANGED, VISION, chat, image_chat
 
 
 def server_settings(policy: Path, **observability: Any) -> Settings:

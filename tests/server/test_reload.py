@@ -7,11 +7,11 @@ import os
 import time
 from pathlib import Path
 
-from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.router import Router
+from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings
-from tests.fakes import fake_catalog
-from tests.observability.conftest import CHANGED, chat
+from extproc.signals.registry import SignalCatalog
+from tests.conftest import CHANGED, chat
 
 INVALID = CHANGED.replace("{signal: poetry}", "{signal: poetri}")
 
@@ -45,7 +45,7 @@ async def test_invalid_file_keeps_the_last_good_policy_and_a_valid_one_swaps(rou
 
 
 async def test_a_model_that_cannot_load_is_reported_not_hidden(router: Router, policy_file: Path) -> None:
-    from tests.observability.conftest import VISION
+    from tests.conftest import VISION
 
     policy_file.write_text(VISION)
     result = await PolicyReloader(router, policy_file).reload("test")
@@ -54,7 +54,9 @@ async def test_a_model_that_cannot_load_is_reported_not_hidden(router: Router, p
     assert any(not s.loaded and s.name == "vision" for s in router.models.statuses())
 
 
-async def test_in_flight_requests_finish_on_the_policy_they_started_with(tmp_path: Path) -> None:
+async def test_in_flight_requests_finish_on_the_policy_they_started_with(
+    tmp_path: Path, fake_catalog: SignalCatalog
+) -> None:
     slow = """\
 version: 1
 models:
@@ -69,7 +71,7 @@ default: {name: general, action: {type: route, models: [a]}}
     path = tmp_path / "slow.yaml"
     path.write_text(slow)
     settings = Settings.load(None, environ={}).model_copy(update={"policy_path": path})
-    router = Router.from_settings(settings, catalog=fake_catalog())
+    router = Router.from_settings(settings, catalog=fake_catalog)
     try:
         old = router.policy.version
         in_flight = [asyncio.create_task(router.route(chat("hi"))) for _ in range(5)]
