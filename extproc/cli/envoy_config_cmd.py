@@ -39,6 +39,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--listen", default="127.0.0.1:8801", metavar="HOST:PORT", help="Envoy listener")
     parser.add_argument("--ext-proc", default="127.0.0.1:50051", metavar="HOST:PORT", help="ext_proc gRPC server")
     parser.add_argument("--admin", default="127.0.0.1:9901", metavar="HOST:PORT", help="Envoy admin (keep on loopback)")
+    parser.add_argument(
+        "--flow",
+        choices=["one-message", "three-messages"],
+        default="one-message",
+        help="ext_proc messages per request: the body only (default), or headers, body and response headers "
+        "(for routers that match headers only, e.g. the service-mesh manifests)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,6 +60,7 @@ def options_from_args(args: argparse.Namespace) -> EnvoyOptions:
         ext_proc_port=ext_port,
         admin_host=admin_host,
         admin_port=admin_port,
+        flow="three_messages" if getattr(args, "flow", "one-message") == "three-messages" else "one_message",
     )
 
 

@@ -20,21 +20,29 @@ import shutil
 import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import betterproto2
 import yaml
 
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
+from extproc.protocol.request import API_PATHS
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
 # the library's, not ours, and would otherwise flood every test run.
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    from envoy_data_plane.envoy.config.accesslog.v3 import AccessLog
+    from envoy_data_plane.envoy.config.accesslog.v3 import (
+        AccessLog,
+        AccessLogFilter,
+        AndFilter,
+        HeaderFilter,
+        MetadataFilter,
+        ResponseFlagFilter,
+    )
     from envoy_data_plane.envoy.config.bootstrap.v3 import Admin, Bootstrap, BootstrapStaticResources
     from envoy_data_plane.envoy.config.cluster.v3 import (
         CircuitBreakers,
@@ -42,11 +50,20 @@ with warnings.catch_warnings():
         Cluster,
         ClusterDiscoveryType,
     )
+    from envoy_data_plane.envoy.config.common.mutation_rules.v3 import (
+        HeaderMutation as HeaderMutationRule,
+    )
+    from envoy_data_plane.envoy.config.common.mutation_rules.v3 import (
+        HeaderMutationRemoveOnMatch,
+    )
     from envoy_data_plane.envoy.config.core.v3 import (
         Address,
         DataSource,
         GrpcService,
         GrpcServiceEnvoyGrpc,
+        HeaderValue,
+        HeaderValueOption,
+        HeaderValueOptionHeaderAppendAction,
         HealthCheck,
         HealthCheckGrpcHealthCheck,
         Http2ProtocolOptions,
@@ -70,11 +87,27 @@ with warnings.catch_warnings():
         VirtualHost,
     )
     from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
+    from envoy_data_plane.envoy.extensions.filters.http.buffer.v3 import Buffer, BufferPerRoute
     from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
         ExternalProcessor,
+        ExtProcPerRoute,
+        MetadataOptions,
+        MetadataOptionsMetadataNamespaces,
         ProcessingMode,
         ProcessingModeBodySendMode,
         ProcessingModeHeaderSendMode,
+    )
+    from envoy_data_plane.envoy.extensions.filters.http.header_mutation.v3 import (
+        HeaderMutation as HeaderMutationFilter,
+    )
+    from envoy_data_plane.envoy.extensions.filters.http.header_mutation.v3 import Mutations
+    from envoy_data_plane.envoy.extensions.filters.http.header_to_metadata.v3 import (
+        Config as HeaderToMetadata,
+    )
+    from envoy_data_plane.envoy.extensions.filters.http.header_to_metadata.v3 import (
+        ConfigKeyValuePair,
+        ConfigRule,
+        ConfigValueType,
     )
     from envoy_data_plane.envoy.extensions.filters.http.router.v3 import Router as RouterFilter
     from envoy_data_plane.envoy.extensions.filters.network.http_connection_manager.v3 import (
@@ -82,6 +115,8 @@ with warnings.catch_warnings():
         HttpConnectionManagerCodecType,
         HttpConnectionManagerPathWithEscapedSlashesAction,
         HttpFilter,
+        LocalReplyConfig,
+        ResponseMapper,
     )
     from envoy_data_plane.envoy.extensions.resource_monitors.downstream_connections.v3 import (
         DownstreamConnectionsConfig,
@@ -90,13 +125,29 @@ with warnings.catch_warnings():
         HttpProtocolOptions,
         HttpProtocolOptionsExplicitHttpConfig,
     )
-    from envoy_data_plane.envoy.type.matcher.v3 import StringMatcher
+    from envoy_data_plane.envoy.type.matcher.v3 import (
+        MetadataMatcher,
+        MetadataMatcherPathSegment,
+        RegexMatcher,
+        StringMatcher,
+        ValueMatcher,
+    )
     from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
     from envoy_data_plane.google.protobuf import Any as AnyMessage
+    from envoy_data_plane.google.protobuf import Struct
 
 CLUSTER_HEADER = vsr.CLUSTER
 EXT_PROC_CLUSTER = "extproc"
+# Inference requests ext_proc did not decide (no body, so Envoy never called it) are routed
+# here: a cluster with no hosts, whose "no healthy upstream" reply becomes a 400 (local_reply).
+UNDECIDED_CLUSTER = "vsr_undecided"
+DECISION_NAMESPACE = "vsr"  # dynamic metadata ext_proc writes: cluster, decision, model, signals, trace, headers
+CLIENT_NAMESPACE = "vsr.request"  # dynamic metadata from the client's x-vsr-debug header
 MiB = 1024 * 1024
+# The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
+# own path normalisation these are every spelling an upstream would serve as an inference call.
+INFERENCE_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in API_PATHS) + ")/*$"
+Flow = Literal["one_message", "three_messages"]
 
 ACCESS_LOG_FORMAT = (
     '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE% '
@@ -136,6 +187,11 @@ class EnvoyOptions:
     health_check: bool = True
     access_log: bool = True
     extra_clusters: tuple[Any, ...] = field(default_factory=tuple)
+    # one_message: Envoy strips client x-vsr-* headers itself and sends ext_proc only the buffered
+    # body of inference requests; the decision comes back as dynamic metadata. three_messages: the
+    # earlier flow (request headers, body, response headers), kept for comparison and old configs.
+    flow: Flow = "one_message"
+    plugin_headers: tuple[str, ...] = ()  # the policy's `set_headers` names, copied from metadata
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -201,6 +257,21 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def plugin_header_names(policy_path: Path | str) -> tuple[str, ...]:
+    """Every header name a decision's `set_headers` plugin sets (the routes copy them from metadata)."""
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    names: set[str] = set()
+    if isinstance(data, dict):
+        listed = data.get("decisions")
+        decisions: list[Any] = listed if isinstance(listed, list) else []
+        for decision in [*decisions, data.get("default")]:
+            plugins = decision.get("plugins") if isinstance(decision, dict) else None
+            headers = plugins.get("set_headers") if isinstance(plugins, dict) else None
+            if isinstance(headers, dict):
+                names.update(str(name).lower() for name in headers)
+    return tuple(sorted(names))
+
+
 def default_cluster_of(policy_path: Path | str, upstreams: Sequence[Upstream]) -> str:
     """The cluster for requests we do not route (GET /v1/models and friends): the model the
     policy's default decision routes to when that can be read, else the first model's."""
@@ -252,7 +323,9 @@ def _typed(message: betterproto2.Message) -> AnyMessage:
 
 
 def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
-    """The ext_proc HTTP filter: headers and the buffered body go to us; responses' headers too."""
+    """The ext_proc HTTP filter. One-message flow: only the buffered body of inference requests,
+    with the path and request id as attributes; the decision comes back as `vsr` metadata."""
+    one = options.flow == "one_message"
     config = ExternalProcessor(
         grpc_service=GrpcService(
             envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
@@ -260,19 +333,62 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
         failure_mode_allow=options.failure_mode_allow,
         status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
         processing_mode=ProcessingMode(
-            request_header_mode=ProcessingModeHeaderSendMode.SEND,
+            request_header_mode=ProcessingModeHeaderSendMode.SKIP if one else ProcessingModeHeaderSendMode.SEND,
             request_body_mode=ProcessingModeBodySendMode.BUFFERED,
-            response_header_mode=ProcessingModeHeaderSendMode.SEND,
+            response_header_mode=ProcessingModeHeaderSendMode.SKIP if one else ProcessingModeHeaderSendMode.SEND,
             response_body_mode=ProcessingModeBodySendMode.NONE,  # streams (SSE) pass straight through
             request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
             response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
         ),
         message_timeout=_duration(options.message_timeout_s),
-        # The server turns body and response processing off for paths it does not route.
-        allow_mode_override=True,
         stat_prefix="vsr",
     )
+    if one:
+        config.request_attributes = ["request.path", "request.method", "request.id"]
+        config.metadata_options = MetadataOptions(
+            forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[CLIENT_NAMESPACE]),
+            receiving_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
+        )
+    else:
+        config.allow_mode_override = True  # the server turns off body/response processing it does not need
     return HttpFilter(name="envoy.filters.http.ext_proc", typed_config=_typed(config))
+
+
+def client_header_filters() -> list[HttpFilter]:
+    """Before ext_proc: the client's debug request moves to metadata, then every client x-vsr-*
+    header is removed, so nothing a client sends reaches ext_proc's decision or an upstream."""
+    debug = HeaderToMetadata(
+        request_rules=[
+            ConfigRule(
+                header=vsr.DEBUG,
+                on_header_present=ConfigKeyValuePair(
+                    metadata_namespace=CLIENT_NAMESPACE, key="debug", type=ConfigValueType.STRING
+                ),
+                remove=True,
+            )
+        ]
+    )
+    strip = HeaderMutationFilter(
+        mutations=Mutations(
+            request_mutations=[
+                HeaderMutationRule(
+                    remove_on_match=HeaderMutationRemoveOnMatch(key_matcher=StringMatcher(prefix=vsr.ROUTING_PREFIX))
+                )
+            ]
+        )
+    )
+    return [
+        HttpFilter(name="envoy.filters.http.header_to_metadata", typed_config=_typed(debug)),
+        HttpFilter(name="envoy.filters.http.header_mutation", typed_config=_typed(strip)),
+    ]
+
+
+def buffer_filter(options: EnvoyOptions) -> HttpFilter:
+    """After ext_proc: holds the request until its whole (rewritten) body has passed, so the router
+    picks the route only after ext_proc wrote its decision; it also sets the new content-length."""
+    return HttpFilter(
+        name="envoy.filters.http.buffer", typed_config=_typed(Buffer(max_request_bytes=options.buffer_limit_bytes))
+    )
 
 
 def ext_proc_cluster(options: EnvoyOptions) -> Cluster:
@@ -340,8 +456,78 @@ def upstream_cluster(upstream: Upstream, options: EnvoyOptions) -> Cluster:
 
 
 def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> list[Route]:
-    """One route per cluster, matched on the `x-vsr-cluster` header only the server sets, and a
-    fallback for requests the server passes through (model lists, health)."""
+    """One route per cluster, then the fallback for requests the server passes through (model
+    lists, health). One-message flow: inference routes match the `vsr.cluster` metadata only
+    ext_proc writes, undecided inference requests are refused, and the fallback skips ext_proc."""
+    if options.flow == "three_messages":
+        return _header_routes(upstreams, default_cluster, options)
+    timeout = _duration(options.route_timeout_s)
+    inference = RouteMatch(
+        safe_regex=RegexMatcher(regex=INFERENCE_PATH_REGEX),
+        headers=[HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))],
+    )
+    result = [
+        Route(
+            name=f"vsr-{upstream.cluster}",
+            match=RouteMatch(
+                safe_regex=inference.safe_regex,
+                headers=inference.headers,
+                dynamic_metadata=[_decision_is("cluster", upstream.cluster)],
+            ),
+            route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+            request_headers_to_add=[
+                _from_decision(vsr.DECISION, "decision"),
+                _from_decision(vsr.MODEL, "model"),
+                *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+            ],
+            response_headers_to_add=[
+                _from_decision(vsr.DECISION, "decision"),
+                _from_decision(vsr.MODEL, "model"),
+                _from_decision(vsr.SIGNALS, "signals"),
+                _from_decision(vsr.TRACE, "trace"),
+            ],
+        )
+        for upstream in upstreams
+    ]
+    # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
+    # sends what ext_proc could not decide, unclassified, to the default model.
+    undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
+    result.append(
+        Route(name="vsr-undecided", match=inference, route=RouteAction(cluster=undecided, timeout=timeout))
+    )
+    result.append(
+        Route(
+            name="passthrough",
+            match=RouteMatch(prefix="/"),
+            route=RouteAction(cluster=default_cluster, timeout=timeout),
+            typed_per_filter_config={
+                "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(disabled=True)),
+                "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
+            },
+        )
+    )
+    return result
+
+
+def _decision_is(key: str, value: str) -> MetadataMatcher:
+    return MetadataMatcher(
+        filter=DECISION_NAMESPACE,
+        path=[MetadataMatcherPathSegment(key=key)],
+        value=ValueMatcher(string_match=StringMatcher(exact=value)),
+    )
+
+
+def _from_decision(header: str, key: str) -> HeaderValueOption:
+    """A header set (overwritten) from the decision metadata; left out when the value is empty."""
+    return HeaderValueOption(
+        header=HeaderValue(key=header, value=f"%DYNAMIC_METADATA({DECISION_NAMESPACE}:{key})%"),
+        append_action=HeaderValueOptionHeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD,
+        keep_empty_value=False,
+    )
+
+
+def _header_routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> list[Route]:
+    """The three-message flow's routes: on the x-vsr-cluster header the server set."""
     timeout = _duration(options.route_timeout_s)
     result = [
         Route(
@@ -364,10 +550,72 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
     return result
 
 
+def undecided_cluster() -> Cluster:
+    """No hosts: Envoy answers "no healthy upstream", which `local_reply` turns into a 400."""
+    return Cluster(
+        name=UNDECIDED_CLUSTER,
+        type=ClusterDiscoveryType.STATIC,
+        connect_timeout=_duration(1.0),
+        load_assignment=ClusterLoadAssignment(cluster_name=UNDECIDED_CLUSTER, endpoints=[]),
+    )
+
+
+def local_reply() -> LocalReplyConfig:
+    """An OpenAI-style 400 for a POST to an inference path that carried no body to decide on."""
+    undecided = AccessLogFilter(
+        and_filter=AndFilter(
+            filters=[
+                AccessLogFilter(response_flag_filter=ResponseFlagFilter(flags=["UH"])),
+                AccessLogFilter(
+                    metadata_filter=MetadataFilter(
+                        matcher=MetadataMatcher(
+                            filter=DECISION_NAMESPACE,
+                            path=[MetadataMatcherPathSegment(key="cluster")],
+                            value=ValueMatcher(present_match=True),
+                            invert=True,
+                        ),
+                        match_if_key_not_found=True,
+                    )
+                ),
+                AccessLogFilter(
+                    header_filter=HeaderFilter(
+                        header=HeaderMatcher(
+                            name=":path",
+                            string_match=StringMatcher(safe_regex=RegexMatcher(regex=INFERENCE_PATH_REGEX)),
+                        )
+                    )
+                ),
+            ]
+        )
+    )
+    body = Struct.from_dict(
+        {
+            "error": {
+                "message": "An inference request needs a JSON body to route.",
+                "type": "invalid_request_error",
+                "code": "body_required",
+            }
+        }
+    )
+    return LocalReplyConfig(
+        mappers=[
+            ResponseMapper(
+                filter=undecided,
+                status_code=400,
+                body_format_override=SubstitutionFormatString(json_format=body),
+            )
+        ]
+    )
+
+
 def http_connection_manager(
     route_list: Sequence[Route], options: EnvoyOptions, *, with_ext_proc: bool = True, stat_prefix: str = "vsr_ingress"
 ) -> HttpConnectionManager:
-    filters = [ext_proc_filter(options)] if with_ext_proc else []
+    filters: list[HttpFilter] = []
+    if with_ext_proc and options.flow == "one_message":
+        filters = [*client_header_filters(), ext_proc_filter(options), buffer_filter(options)]
+    elif with_ext_proc:
+        filters = [ext_proc_filter(options)]
     filters.append(HttpFilter(name="envoy.filters.http.router", typed_config=_typed(RouterFilter())))
     hcm = HttpConnectionManager(
         stat_prefix=stat_prefix,
@@ -383,6 +631,8 @@ def http_connection_manager(
         ),
         http_filters=filters,
     )
+    if with_ext_proc and options.flow == "one_message":
+        hcm.local_reply_config = local_reply()
     if options.access_log:
         hcm.access_log = [
             AccessLog(
@@ -415,6 +665,8 @@ def listener(name: str, host: str, port: int, hcm: HttpConnectionManager, option
 def bootstrap(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> Bootstrap:
     hcm = http_connection_manager(routes(upstreams, default_cluster, options), options)
     clusters = [ext_proc_cluster(options), *(upstream_cluster(u, options) for u in upstreams), *options.extra_clusters]
+    if options.flow == "one_message":
+        clusters.append(undecided_cluster())
     return Bootstrap(
         admin=Admin(address=_address(options.admin_host, options.admin_port)),
         overload_manager=OverloadManager(
@@ -473,6 +725,19 @@ _COMMENTS: dict[str, str] = {
         "keep it above the router's own per-request deadline (dispatch.request_deadline_ms)."
     ),
     "allow_mode_override": "Lets the server turn off body/response processing for paths it does not route.",
+    "request_attributes": "What the skipped headers would tell the server: the path (which API) and the request id.",
+    "metadata_options": (
+        "The client's x-vsr-debug (moved to vsr.request by header_to_metadata) goes to the server; only\n"
+        "the server may write the vsr namespace the routes match (its routing decision)."
+    ),
+    "max_request_bytes": (
+        "Holds the request until ext_proc has answered for the whole body, so the router picks the\n"
+        "route after the decision; it also sets content-length to the rewritten body's."
+    ),
+    "local_reply_config": (
+        "A POST to an inference path that reached no decision (no body, so ext_proc was not called) is\n"
+        "routed to vsr_undecided, which has no hosts; that reply becomes this 400."
+    ),
     "per_connection_buffer_limit_bytes": (
         "Envoy buffers the whole request body for the ext_proc body phase: size for 16 MB images\n"
         "(~21.3 MB as base64) plus the JSON around them. Bigger bodies get Envoy's 413."
@@ -480,8 +745,9 @@ _COMMENTS: dict[str, str] = {
     "max_receive_message_length": "The rewritten body comes back in one gRPC message (server: max_message_bytes).",
     "health_checks": "gRPC health: NOT_SERVING until the policy and models are loaded, and while draining.",
     "routes": (
-        "Routed on x-vsr-cluster, which only the ext_proc server sets: it strips every client-sent\n"
-        "x-vsr-* header and clears the route cache."
+        "Inference routes match the vsr.cluster metadata that only the ext_proc server writes (Envoy\n"
+        "strips every client x-vsr-* header before ext_proc); they copy the decision onto the upstream\n"
+        "request and the client's response. Other paths skip ext_proc."
     ),
 }
 
@@ -508,6 +774,8 @@ def render(
 ) -> tuple[str, str]:
     """(envoy.yaml, ext_proc_filter.yaml) text for a policy."""
     options = options or EnvoyOptions()
+    if not options.plugin_headers:
+        options = replace(options, plugin_headers=plugin_header_names(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)
     default = default_cluster_of(policy_path, upstreams)
     name = Path(policy_path).name
@@ -521,12 +789,30 @@ def render(
             "Check: envoy --mode validate -c envoy/envoy.yaml"
         ),
     )
+    one = options.flow == "one_message"
+    filters = [*client_header_filters(), ext_proc_filter(options), buffer_filter(options)] if one else []
+    snippet_doc: dict[str, Any] = {
+        "http_filters": [to_plain(f) for f in filters] or [to_plain(ext_proc_filter(options))],
+        "clusters": [to_plain(ext_proc_cluster(options)), *([to_plain(undecided_cluster())] if one else [])],
+    }
+    if one:
+        example = routes(upstreams[:1], default, options)
+        snippet_doc["local_reply_config"] = to_plain(local_reply())
+        snippet_doc["routes"] = [to_plain(r) for r in example]
     snippet = to_yaml(
-        {
-            "http_filters": [to_plain(ext_proc_filter(options))],
-            "clusters": [to_plain(ext_proc_cluster(options))],
-        },
+        snippet_doc,
         header=(
+            f"Generated by `extproc envoy-config --policy {_display(policy_path)}`; do not edit by hand.\n"
+            "Drop-in for an existing HTTP connection manager (one ext_proc message per request):\n"
+            "- put the http_filters entries, in this order, before envoy.filters.http.router;\n"
+            "- add the clusters to static_resources.clusters (or serve them over CDS);\n"
+            "- set the HTTP connection manager's local_reply_config as below (a body-less POST gets a 400);\n"
+            "- route as below: one route per model cluster matching the `vsr.cluster` dynamic metadata\n"
+            "  (shown for the first cluster), the undecided route, then your fallback with ext_proc and\n"
+            "  buffer disabled; set per_connection_buffer_limit_bytes to at least 26 MiB (image bodies)."
+        )
+        if one
+        else (
             f"Generated by `extproc envoy-config --policy {_display(policy_path)}`; do not edit by hand.\n"
             "Drop-in for an existing HTTP connection manager:\n"
             "- put the http_filters entry before envoy.filters.http.router;\n"

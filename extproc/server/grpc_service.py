@@ -1,7 +1,17 @@
 """The ext_proc servicer: Envoy's phases mapped onto the transport-free Router, nothing more.
 
-One gRPC stream is one HTTP request. Envoy sends, in order, the request headers, the
-buffered request body (inference paths only) and the response headers; we answer each with
+One gRPC stream is one HTTP request. Two Envoy flows are served:
+
+**One message** (the shipped config): Envoy strips client `x-vsr-*` headers itself, runs
+ext_proc only on inference routes and sends only the buffered request body, with the request's
+path, method and id as attributes (and a client's `x-vsr-debug`, moved to the `vsr.request`
+metadata namespace by Envoy's header_to_metadata filter). We answer with the rewritten body and
+the decision as `vsr` dynamic metadata, which Envoy's routes match and echo to the client
+(see `mutations`). A body-less POST never reaches us: Envoy's route for undecided inference
+requests answers 400 itself.
+
+**Three messages** (older configs, still served): Envoy sends, in order, the request headers,
+the buffered request body (inference paths only) and the response headers; we answer each with
 one `ProcessingResponse`:
 
 - request headers: strip every client-sent `x-vsr-*` header (routing headers included) and
@@ -42,11 +52,19 @@ log = logging.getLogger("extproc.server")
 MAX_TRACE_CHARS = 4096
 
 
+# Where Envoy puts the `request_attributes` we ask for, and where header_to_metadata puts the
+# client's debug header (one-message flow).
+ATTRIBUTES = "envoy.filters.http.ext_proc"
+CLIENT_METADATA = "vsr.request"
+_TRUTHY = ("1", "true", "yes", "on")
+
+
 @dataclass(slots=True)
 class _Stream:
     """Per-request state kept between the phases of one ext_proc stream."""
 
     path: str = ""
+    headers_seen: bool = False
     request_id: str | None = None
     debug: bool = False
     stripped: list[str] = field(default_factory=list)
@@ -80,6 +98,10 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             async for request in request_iterator:
                 phase = request.WhichOneof("request")
                 started = time.perf_counter()
+                if not stream.started:
+                    stream.started = started
+                    if phase != "request_headers":  # the one-message flow: what the headers would have said
+                        self._read_attributes(request, stream)
                 if phase == "request_headers":
                     response = await self._request_headers(request.request_headers, stream)
                 elif phase == "request_body":
@@ -98,8 +120,21 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
 
     # -- phases -------------------------------------------------------------------------------
 
+    def _read_attributes(self, request: Any, stream: _Stream) -> None:
+        """Path and request id from Envoy's attributes; the debug flag from the client metadata."""
+        if ATTRIBUTES in request.attributes:
+            fields = request.attributes[ATTRIBUTES].fields
+            if "request.path" in fields:
+                stream.path = canonical_path(fields["request.path"].string_value)
+            if "request.id" in fields:
+                stream.request_id = fields["request.id"].string_value or None
+        if self.debug_headers and CLIENT_METADATA in request.metadata_context.filter_metadata:
+            debug = request.metadata_context.filter_metadata[CLIENT_METADATA].fields.get("debug")
+            stream.debug = debug is not None and debug.string_value.strip().lower() in _TRUTHY
+        REQUEST_ID.set(stream.request_id)
+
     async def _request_headers(self, headers: Any, stream: _Stream) -> Any:
-        stream.started = time.perf_counter()
+        stream.headers_seen = True
         method = ""
         for header in headers.headers.headers:
             key = header.key.lower()
@@ -112,7 +147,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 if header.key not in stream.stripped:
                     stream.stripped.append(header.key)
                 if key == vsr.DEBUG and self.debug_headers:
-                    stream.debug = _value(header).strip().lower() in ("1", "true", "yes", "on")
+                    stream.debug = _value(header).strip().lower() in _TRUTHY
             elif key == "x-request-id":
                 stream.request_id = _value(header)
         REQUEST_ID.set(stream.request_id)  # log records of this request carry it
@@ -129,6 +164,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return mutations.continue_request_body()
         data = bytes(stream.body)
         stream.body = bytearray()
+        if not stream.headers_seen and stream.path and stream.path not in self.inference_paths:
+            return mutations.continue_request_body()  # a route that should not have sent us this: untouched
         return await self._decide(data, stream, at_headers=False)
 
     # -- the decision -------------------------------------------------------------------------
@@ -159,12 +196,30 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             if at_headers:
                 remove = [h for h in stream.stripped if h.lower() not in upstream_headers]
                 return mutations.route_request_headers(upstream_headers, remove)
-            return mutations.route_request_body(upstream_headers, outcome.rewritten_body())
+            return mutations.route_request_body(
+                upstream_headers, outcome.rewritten_body(), self._decision_metadata(outcome, stream)
+            )
 
         self._log(stream, outcome.action, outcome.status, outcome.decision)
         immediate = outcome.immediate_response()
         headers = {**self._client_headers(outcome, stream), **{k.lower(): v for k, v in immediate.headers.items()}}
         return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
+
+    @staticmethod
+    def _decision_metadata(outcome: RoutingOutcome, stream: _Stream) -> dict[str, object]:
+        """The decision for Envoy's routes (one-message flow): they match `cluster` and echo the rest."""
+        model = outcome.model
+        metadata: dict[str, object] = {
+            "cluster": model.cluster if model is not None else "",
+            "decision": outcome.decision or "none",
+            "model": model.name if model is not None else "none",
+            "signals": stream.client_headers.get(vsr.SIGNALS, "none"),
+        }
+        if vsr.TRACE in stream.client_headers:
+            metadata["trace"] = stream.client_headers[vsr.TRACE]
+        if outcome.plugins.set_headers:
+            metadata["headers"] = dict(outcome.plugins.set_headers)
+        return metadata
 
     def _client_headers(self, outcome: RoutingOutcome, stream: _Stream) -> dict[str, str]:
         """What the client sees: decision, model, matched signals (never the cluster); a trace on request."""

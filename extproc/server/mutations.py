@@ -4,6 +4,16 @@ Wire messages are `xds-protos`' generated classes (upb backend): parsing and bui
 costs about a microsecond, where the betterproto2 dataclasses cost ~150 us a message.
 Every header we set uses OVERWRITE_IF_EXISTS_OR_ADD, never append: a client must not be able
 to smuggle a second value of a routing header past us.
+
+The one-message flow (the shipped Envoy config sends only the buffered body): Envoy has already
+let the request headers pass, so a header mutation in the body response cannot be applied. The
+routing decision travels as dynamic metadata in the `vsr` namespace instead (`cluster`,
+`decision`, `model`, `signals`, `trace`, and the decision's plugin `headers`); Envoy's routes
+match `vsr.cluster` and copy the rest onto the upstream request and the client's response. A
+header mutation is still sent: Envoy applies it when it did send headers (the three-message
+flow) and, in Envoy 1.40, only a response carrying one clears the route cache, which the route
+re-selection on `vsr.cluster` needs. Only this server can write `vsr`: the filter accepts that
+namespace from us (`receiving_namespaces`), and nothing a client sends reaches it.
 """
 
 from __future__ import annotations
@@ -14,8 +24,12 @@ from envoy.config.core.v3 import base_pb2
 from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.type.v3 import http_status_pb2
+from google.protobuf import struct_pb2
 
 _OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+
+# The dynamic-metadata namespace our routing decision is written to (Envoy routes match it).
+DECISION_NAMESPACE = "vsr"
 
 # Headers Envoy will not let an ext_proc server change, or that must not cross into an
 # immediate response: dropped rather than sent and rejected.
@@ -78,8 +92,11 @@ def route_request_headers(set_headers: Mapping[str, str], remove: Iterable[str] 
     return ep.ProcessingResponse(request_headers=ep.HeadersResponse(response=common))
 
 
-def route_request_body(set_headers: Mapping[str, str], body: bytes) -> ep.ProcessingResponse:
-    """Route a buffered body: routing headers, the rewritten body with its new length, new route."""
+def route_request_body(
+    set_headers: Mapping[str, str], body: bytes, decision: Mapping[str, object] | None = None
+) -> ep.ProcessingResponse:
+    """Route a buffered body: routing headers (three-message flow) and the decision as dynamic
+    metadata (one-message flow), the rewritten body with its new length, a new route."""
     headers = dict(set_headers)
     headers["content-length"] = str(len(body))
     common = ep.CommonResponse(
@@ -87,7 +104,21 @@ def route_request_body(set_headers: Mapping[str, str], body: bytes) -> ep.Proces
         body_mutation=ep.BodyMutation(body=body),
         clear_route_cache=True,
     )
-    return ep.ProcessingResponse(request_body=ep.BodyResponse(response=common))
+    response = ep.ProcessingResponse(request_body=ep.BodyResponse(response=common))
+    if decision:
+        response.dynamic_metadata.CopyFrom(decision_metadata(decision))
+    return response
+
+
+def decision_metadata(decision: Mapping[str, object]) -> struct_pb2.Struct:
+    """`{vsr: decision}` as Envoy's dynamic metadata; string values cleaned like header values."""
+    cleaned = {
+        key: ({k: _clean(str(v)) for k, v in value.items()} if isinstance(value, Mapping) else _clean(str(value)))
+        for key, value in decision.items()
+    }
+    metadata = struct_pb2.Struct()
+    metadata.update({DECISION_NAMESPACE: cleaned})
+    return metadata
 
 
 def continue_request_body() -> ep.ProcessingResponse:

@@ -160,6 +160,22 @@ def test_split_and_malformed_routing_headers(
     assert (reply.status, reply.upstream) in ((200, "general"), (400, None), (0, None)), name
 
 
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses", "/v1/completions/", "//v1/responses"])
+@pytest.mark.parametrize("spoof", ["none", "x-vsr-cluster", "mixed case"])
+def test_a_body_less_post_is_refused_never_routed_on_a_header(stack: LoggedStack, path: str, spoof: str) -> None:
+    """No body, so Envoy never asks ext_proc (one message per request: the body): the request must
+    be refused by Envoy itself, whatever routing header the client sent."""
+    extra = {
+        "none": b"",
+        "x-vsr-cluster": b"x-vsr-cluster: restricted_vlm\r\n",
+        "mixed case": b"X-Vsr-Cluster: medical_vlm\r\nx-vsr-decision: identity_document\r\n",
+    }[spoof]
+    head = f"POST {path} HTTP/1.1\r\nhost: llm\r\ncontent-length: 0\r\n".encode() + extra + b"\r\n"
+    reply = send_raw(stack.config.envoy.listener_port, head)
+    assert (reply.status, reply.upstream) == (400, None), reply.body[:300]
+    assert json.loads(reply.body)["error"]["code"] == "body_required"
+
+
 MODEL_NAMES = {
     # model field -> the cluster the plain question must reach
     "restricted-vlm": "general",
@@ -325,8 +341,9 @@ def test_server_killed_under_traffic_fails_closed_with_failure_mode_allow_off() 
 def test_server_killed_under_traffic_with_failure_mode_allow_on_fails_open() -> None:
     """failure_mode_allow: true trades safety for availability, and this test pins what that
     means: while the server is gone, requests go unclassified to the default route (a jailbreak
-    reaches an upstream), and Envoy honours a client-sent x-vsr-cluster (see SECURITY.md: keep
-    it off, or strip x-vsr-* before the ext_proc filter). Before and after, all is classified."""
+    reaches an upstream); a client-sent x-vsr-cluster is still not obeyed (Envoy strips it before
+    ext_proc, and routes match only the server's decision metadata). Before and after, all is
+    classified."""
     replies, killed_at, restarting_at, restarted_at = kill_and_restart_under_traffic(allow=True)
     print(summary(replies))
     down = [(name, r) for t, name, r in replies if killed_at + 0.2 < t < restarting_at]
@@ -334,7 +351,7 @@ def test_server_killed_under_traffic_with_failure_mode_allow_on_fails_open() -> 
     for name, reply in down:  # no server at all: Envoy lets everything through, unclassified
         assert reply is not None and reply.status == 200
         assert reply.headers.get("x-vsr-decision") is None
-        assert reply.upstream == ("restricted_vlm" if name == "spoofed" else "general")
+        assert reply.upstream == "general"
     for t, name, reply in replies:
         assert reply is not None
         if restarting_at <= t <= restarted_at and reply.status == 503:

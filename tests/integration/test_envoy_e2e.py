@@ -235,8 +235,9 @@ def test_streaming_completion_streams_through(stack: LoggedStack) -> None:
 
 def test_server_killed_fails_closed_then_recovers(tmp_path: Path) -> None:
     """Documented behaviour (envoy/envoy.yaml, failure_mode_allow: false): with the ext_proc
-    server gone Envoy answers 503 to every request, routed or not, and forwards nothing; when
-    a server is back, requests flow again."""
+    server gone Envoy answers 503 to every inference request and forwards none of them; other
+    paths (model lists) never go through ext_proc and keep working, client x-vsr-* headers still
+    stripped by Envoy; when a server is back, inference requests flow again."""
     stack = LoggedStack(stack_config())
     stack.start()
     try:
@@ -246,7 +247,8 @@ def test_server_killed_fails_closed_then_recovers(tmp_path: Path) -> None:
         reply = httpx.post(stack.base_url + "/v1/chat/completions", json=body, timeout=30)
         assert reply.status_code == 503
         assert "x-demo-upstream" not in reply.headers
-        assert httpx.get(stack.base_url + "/v1/models", timeout=30).status_code == 503
+        models = httpx.get(stack.base_url + "/v1/models", headers={"x-vsr-cluster": "restricted_vlm"}, timeout=30)
+        assert models.status_code == 200 and models.headers["x-demo-upstream"] == "general"
         stack.start_server()
         deadline = time.monotonic() + 20
         while True:

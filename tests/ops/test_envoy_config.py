@@ -51,9 +51,24 @@ def test_contract_values() -> None:
     listener = full["static_resources"]["listeners"][0]
     assert listener["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 8801}
     assert full["admin"]["address"]["socket_address"]["address"] == "127.0.0.1"
-    ext_proc = listener["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"][0]["typed_config"]
+    hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
+    filters = [f["name"] for f in hcm["http_filters"]]
+    assert filters == [
+        "envoy.filters.http.header_to_metadata",
+        "envoy.filters.http.header_mutation",
+        "envoy.filters.http.ext_proc",
+        "envoy.filters.http.buffer",
+        "envoy.filters.http.router",
+    ]
+    ext_proc = hcm["http_filters"][2]["typed_config"]
     assert ext_proc["failure_mode_allow"] is False
-    assert ext_proc["processing_mode"]["request_body_mode"] == "BUFFERED"
+    mode = ext_proc["processing_mode"]
+    assert (mode["request_header_mode"], mode["request_body_mode"], mode["response_header_mode"]) == (
+        "SKIP",
+        "BUFFERED",
+        "SKIP",
+    )  # one message per request: the buffered body
+    assert ext_proc["metadata_options"]["receiving_namespaces"]["untyped"] == ["vsr"]
     assert listener["per_connection_buffer_limit_bytes"] >= 22 * 1024 * 1024  # a 16 MB image as base64
     clusters = {c["name"]: c for c in full["static_resources"]["clusters"]}
     assert clusters["extproc"]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"] == {
@@ -62,10 +77,19 @@ def test_contract_values() -> None:
     assert "http2_protocol_options" in str(clusters["extproc"]["typed_extension_protocol_options"])
     for upstream in upstreams_from_policy(POLICY):
         assert upstream.cluster in clusters
-    routes = listener["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
-    routed = {r["match"]["headers"][0]["string_match"]["exact"]: r["route"]["cluster"] for r in routes[:-1]}
+    routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+    routed = {
+        r["match"]["dynamic_metadata"][0]["value"]["string_match"]["exact"]: r["route"]["cluster"]
+        for r in routes
+        if "dynamic_metadata" in r["match"]
+    }
     assert routed == {u.cluster: u.cluster for u in upstreams_from_policy(POLICY)}
-    assert "headers" not in routes[-1]["match"]
+    for route in routes:  # no route looks at a client header other than the method
+        assert all(h["name"] == ":method" for h in route["match"].get("headers", []))
+    assert routes[-2]["route"]["cluster"] == "vsr_undecided"
+    fallback = routes[-1]
+    assert fallback["match"] == {"prefix": "/"}
+    assert fallback["typed_per_filter_config"]["envoy.filters.http.ext_proc"]["disabled"] is True
 
 
 def test_overrides_point_clusters_at_real_servers(tmp_path: Path) -> None:

@@ -327,3 +327,82 @@ async def test_shutdown_drains_in_flight_streams() -> None:
         assert replies[1].request_body.response.body_mutation.body  # finished, not cut off
     finally:
         await channel.close()
+
+
+# -- the one-message flow: only the buffered body, with Envoy's attributes -----------------------
+
+
+def body_only_msg(body: bytes, path: str = CHAT, request_id: str = "rid-7", debug: str | None = None) -> Any:
+    from google.protobuf import struct_pb2
+
+    message = ep.ProcessingRequest(request_body=ep.HttpBody(body=body, end_of_stream=True))
+    attributes = struct_pb2.Struct()
+    attributes.update({"request.path": path, "request.method": "POST", "request.id": request_id})
+    message.attributes["envoy.filters.http.ext_proc"].CopyFrom(attributes)
+    if debug is not None:
+        message.metadata_context.filter_metadata["vsr.request"].update({"debug": debug})
+    return message
+
+
+def decision_of(reply: Any) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    metadata: dict[str, Any] = json_format.MessageToDict(reply.dynamic_metadata)
+    return metadata["vsr"]
+
+
+async def test_one_message_routes_with_decision_metadata(harness: Harness) -> None:
+    replies = await harness.exchange(body_only_msg(chat("find the bug")))
+    assert [r.WhichOneof("response") for r in replies] == ["request_body"]
+    common = replies[0].request_body.response
+    assert common.clear_route_cache
+    assert json.loads(common.body_mutation.body)["model"] == "Qwen/Qwen2.5-VL-32B-Instruct"
+    assert decision_of(replies[0]) == {
+        "cluster": "code_security",
+        "decision": "code_security_review",
+        "model": "code-security",
+        "signals": "code_present,code_review_words",
+    }
+    router = harness.server.service.router
+    assert isinstance(router, CountingRouter) and router.calls == [CHAT]
+
+
+async def test_one_message_reads_the_api_from_the_path_attribute(harness: Harness) -> None:
+    responses_body = json.dumps({"model": "auto", "input": "find the bug"}).encode()
+    replies = await harness.exchange(body_only_msg(responses_body, path="/v1/responses/"))
+    assert decision_of(replies[0])["decision"] == "code_security_review"
+    router = harness.server.service.router
+    assert isinstance(router, CountingRouter) and router.calls == ["/v1/responses"]  # canonical
+
+
+async def test_one_message_debug_trace_comes_from_client_metadata(harness: Harness) -> None:
+    traced = await harness.exchange(body_only_msg(chat("find the bug"), debug="true"))
+    assert "code_security_review=t" in decision_of(traced[0])["trace"]
+    plain = await harness.exchange(body_only_msg(chat("find the bug")))
+    assert "trace" not in decision_of(plain[0])
+
+
+async def test_one_message_debug_ignored_when_settings_disable_it() -> None:
+    server, channel = await start(debug=False)
+    try:
+        replies = await Harness(server, channel).exchange(body_only_msg(chat("find the bug"), debug="true"))
+        assert "trace" not in decision_of(replies[0])
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+async def test_one_message_reject_is_immediate(harness: Harness) -> None:
+    replies = await harness.exchange(body_only_msg(chat("jailbreak please")))
+    immediate = replies[0].immediate_response
+    assert immediate.status.code == 403
+    assert set_headers(immediate.headers)["x-vsr-decision"] == "jailbreak_block"
+
+
+async def test_one_message_for_a_path_we_do_not_route_is_left_untouched(harness: Harness) -> None:
+    replies = await harness.exchange(body_only_msg(b'{"input": "x"}', path="/v1/embeddings"))
+    common = replies[0].request_body.response
+    assert not common.HasField("body_mutation") and not common.HasField("header_mutation")
+    assert not replies[0].HasField("dynamic_metadata")
+    router = harness.server.service.router
+    assert isinstance(router, CountingRouter) and router.calls == []
