@@ -31,8 +31,8 @@ import numpy as np
 
 from extproc.images import ImageLimits, inspect_image
 from extproc.models.executor import HeavyExecutor
-from extproc.models.registry import ModelRegistry
 from extproc.models.parity import ReferencePath
+from extproc.models.registry import ModelRegistry
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.settings import Settings, VisionSettings
 from extproc.signals.base import BuildContext, SignalContext

@@ -348,7 +348,7 @@ def test_server_killed_under_traffic_with_failure_mode_allow_on_fails_open() -> 
     print(summary(replies))
     down = [(name, r) for t, name, r in replies if killed_at + 0.2 < t < restarting_at]
     assert down
-    for name, reply in down:  # no server at all: Envoy lets everything through, unclassified
+    for _name, reply in down:  # no server at all: Envoy lets everything through, unclassified
         assert reply is not None and reply.status == 200
         assert reply.headers.get("x-vsr-decision") is None
         assert reply.upstream == "general"
