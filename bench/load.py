@@ -10,15 +10,20 @@ fixed time as a closed loop: every client keeps one keep-alive connection and se
 request when the previous answer has arrived. The mix cycles through the default policy's
 scenarios: plain, code-with-secret and passport text, Responses and legacy Completions,
 a jailbreak (expected 403), and image requests (a small PNG, the x-ray example, a medical
-question about a car photo: expected clarification, and a 1 MiB noise PNG).
+question about a car photo: expected clarification, a 1 MiB noise PNG, and a passport page).
+Every image request carries **distinct image bytes** (a nonce chunk inside the PNG/JPEG), so
+no request is answered from the OCR or vision caches: the load is what a real burst of new
+images costs.
 
 Per level it prints requests, errors (transport failures and any status other than the one
-expected for that request), 5xx, p50 / p99 latency, req/s, and the ext_proc server's RSS,
+expected for that request), 5xx, requests shed (429 + Retry-After: the policy's overload
+action) and routed fail-safe (the server's metric), passports that reached a model other than
+the restricted one (must be 0), p50 / p99 latency, req/s, and the ext_proc server's RSS,
 threads and open file descriptors at the start and end of the level, plus Envoy's count of
 active ext_proc streams once the level has drained (0: no stream leaked). Everything is
 bounded: a fixed duration per level, a request cap per level, a 30 s timeout per request.
-Exit status is 1 when any level saw an error, a 5xx, a leaked stream, or RSS growth over
-`--rss-bound-mib`.
+Exit status is 1 when any level saw an error, a 5xx, a misrouted passport, a leaked stream, or
+RSS growth over `--rss-bound-mib`.
 """
 
 from __future__ import annotations
@@ -27,11 +32,16 @@ import argparse
 import asyncio
 import base64
 import io
+import itertools
 import json
 import os
+import re
+import struct
 import sys
 import time
 import urllib.request
+import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,9 +60,15 @@ REQUEST_TIMEOUT_S = 30.0
 @dataclass(frozen=True, slots=True)
 class Payload:
     name: str
-    wire: bytes
+    head: str  # the request head without content-length
+    build: Callable[[int], bytes]  # nonce -> body (image bodies differ per nonce)
     expected: int
     image: bool
+    restricted: bool = False  # must reach the restricted cluster, or be shed
+
+    def wire(self, nonce: int) -> bytes:
+        body = self.build(nonce)
+        return f"{self.head}content-length: {len(body)}\r\n\r\n".encode() + body
 
 
 @dataclass(slots=True)
@@ -62,6 +78,9 @@ class Level:
     requests: int = 0
     errors: int = 0
     status_5xx: int = 0
+    shed: int = 0  # 429 + Retry-After: the policy shed the request under overload
+    fail_safe: int = 0  # routed by a fail_safe decision (the server's vsr_failsafe_routes_total)
+    misrouted: int = 0  # a passport at a model other than the restricted one
     text_requests: int = 0
     image_requests: int = 0
     p50_ms: float = 0.0
@@ -95,6 +114,50 @@ def _png(side: int, noise: bool) -> bytes:
     return out.getvalue()
 
 
+def with_nonce(image: bytes, nonce: int) -> bytes:
+    """The same picture with different bytes: a PNG text chunk after IHDR, or a JPEG comment after
+    SOI, carrying `nonce`. Caches key images by their bytes, so each nonce is a new image."""
+    text = f"vsr-load {nonce}".encode()
+    if image.startswith(b"\x89PNG\r\n\x1a\n"):
+        chunk = b"tEXt" + b"Comment\x00" + text
+        packed = struct.pack(">I", len(chunk) - 4) + chunk + struct.pack(">I", zlib.crc32(chunk))
+        return image[:33] + packed + image[33:]  # signature (8) + IHDR (25)
+    if image.startswith(b"\xff\xd8"):
+        return image[:2] + b"\xff\xfe" + struct.pack(">H", len(text) + 2) + text + image[2:]
+    return image
+
+
+_DATA_URI = re.compile(r"data:(image/[a-z]+);base64,([A-Za-z0-9+/=]+)")
+
+
+def distinct_images(body: dict[str, Any]) -> Callable[[int], bytes]:
+    """nonce -> the JSON body with every data: image made distinct."""
+    text = json.dumps(body)
+    parts = _DATA_URI.split(text)  # [json, mime, b64, json, mime, b64, ..., json]
+    images = [(parts[i], base64.b64decode(parts[i + 1])) for i in range(1, len(parts) - 1, 3)]
+    if not images:
+        data = text.encode()
+        return lambda _nonce: data
+
+    def build(nonce: int) -> bytes:
+        out = [parts[0]]
+        for k, (mime, raw) in enumerate(images):
+            out.append(f"data:{mime};base64," + base64.b64encode(with_nonce(raw, nonce)).decode())
+            out.append(parts[3 * k + 3])
+        return "".join(out).encode()
+
+    return build
+
+
+def _passport_png() -> bytes:
+    sys.path.insert(0, str(REPO / "tests" / "ocr"))
+    from ocr_scenes import passport_page
+
+    out = io.BytesIO()
+    passport_page().save(out, "PNG", compress_level=1)
+    return out.getvalue()
+
+
 def _with_image(text: str, png: bytes) -> dict[str, Any]:
     uri = "data:image/png;base64," + base64.b64encode(png).decode()
     return {
@@ -124,15 +187,16 @@ def workload(host: str, port: int) -> list[Payload]:
         ("xray", "/v1/chat/completions", load("xray_image.json"), 200, True),
         ("car_medical", "/v1/chat/completions", load("car_medical_question.json"), 200, True),
         ("noise_1mib_png", "/v1/chat/completions", _with_image("What is in this image?", _png(600, True)), 200, True),
+        ("passport_image", "/v1/chat/completions", _with_image("Summarize this", _passport_png()), 200, True),
     ]
     payloads = []
     for name, path, body, expected, image in items:
-        data = json.dumps(body).encode()
         head = (
             f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(data)}\r\nx-request-id: load-{name}\r\n\r\n"
+            f"x-request-id: load-{name}\r\n"
         )
-        payloads.append(Payload(name, head.encode() + data, expected, image))
+        build = distinct_images(body)
+        payloads.append(Payload(name, head, build, expected, image, restricted=name == "passport_image"))
     return payloads
 
 
@@ -142,7 +206,7 @@ def workload(host: str, port: int) -> list[Payload]:
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.buffer = bytearray()
-        self.waiter: asyncio.Future[int] | None = None
+        self.waiter: asyncio.Future[tuple[int, str | None]] | None = None
         self.transport: asyncio.Transport | None = None
         self.closed = False
 
@@ -189,9 +253,9 @@ class _Connection(asyncio.Protocol):
             if len(self.buffer) < total:
                 return
         del self.buffer[:total]
-        self.waiter.set_result(int(head[0].split(" ", 2)[1]))
+        self.waiter.set_result((int(head[0].split(" ", 2)[1]), headers.get("x-demo-upstream")))
 
-    async def send(self, wire: bytes) -> int:
+    async def send(self, wire: bytes) -> tuple[int, str | None]:
         assert self.transport is not None
         self.waiter = asyncio.get_running_loop().create_future()
         self.transport.write(wire)
@@ -203,6 +267,7 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
     latencies: list[float] = []
     stop_at = time.perf_counter() + level.duration_s
     budget = [max_requests]
+    nonces = itertools.count(int(time.time() * 1000))
 
     async def client(offset: int) -> None:
         conn: _Connection | None = None
@@ -214,8 +279,9 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
             try:
                 if conn is None or conn.closed:
                     _, conn = await loop.create_connection(_Connection, host, port)
+                wire = payload.wire(next(nonces))
                 started = time.perf_counter()
-                status = await asyncio.wait_for(conn.send(payload.wire), REQUEST_TIMEOUT_S)
+                status, upstream = await asyncio.wait_for(conn.send(wire), REQUEST_TIMEOUT_S)
                 latencies.append(time.perf_counter() - started)
             except (OSError, TimeoutError) as exc:
                 level.errors += 1
@@ -234,6 +300,13 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
             level.statuses[str(status)] = level.statuses.get(str(status), 0) + 1
             if status >= 500:
                 level.status_5xx += 1
+            if status == 429 and payload.image:  # shed under overload: a right answer, counted apart
+                level.shed += 1
+                continue
+            if payload.restricted and status == 200 and upstream != "restricted_vlm":
+                level.misrouted += 1
+                if len(level.error_samples) < 5:
+                    level.error_samples.append(f"{payload.name}: routed to {upstream}, not restricted_vlm")
             if status != payload.expected:
                 level.errors += 1
                 if len(level.error_samples) < 5:
@@ -262,6 +335,14 @@ def proc_figures(pid: int) -> tuple[float, int, int]:
     return rss_kib / 1024.0, threads, len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def router_counter(stack: Stack, name: str) -> int:
+    """The sum of one counter's samples on the router's own /metrics (admin port)."""
+    url = f"http://127.0.0.1:{stack.config.env['VSR_SERVER__ADMIN_PORT']}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name)))
+
+
 def ext_proc_active_streams(admin_url: str) -> int:
     with urllib.request.urlopen(admin_url + "/stats?filter=^cluster.extproc.upstream_rq_active$", timeout=5) as reply:
         text = reply.read().decode()
@@ -284,7 +365,7 @@ def stack_config(policy: Path) -> StackConfig:
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
         upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(policy)},
-        env={"VSR_LOGGING__LEVEL": "WARNING"},
+        env={"VSR_LOGGING__LEVEL": "WARNING", "VSR_SERVER__ADMIN_PORT": str(free_port())},
         stream_delay_ms=5.0,
         start_timeout_s=180.0,
     )
@@ -294,12 +375,19 @@ async def drive(stack: Stack, args: argparse.Namespace) -> list[Level]:
     host, port = "127.0.0.1", stack.config.envoy.listener_port
     payloads = workload(host, port)
     pid = stack.procs["extproc"].pid
-    await run_level(host, port, payloads, Level(clients=10, duration_s=args.warmup_s), max_requests=5000)
+    # Every request kind once, one at a time (within capacity: OCR and the models size their
+    # buffers for each image shape), then a warm-up at the highest level's concurrency, so the
+    # levels measure growth past the high-water mark of in-flight bodies, not the first fill.
+    await run_level(host, port, payloads, Level(clients=1, duration_s=120.0), max_requests=len(payloads))
+    busiest = max(args.levels, default=10)
+    await run_level(host, port, payloads, Level(clients=busiest, duration_s=args.warmup_s), max_requests=5000)
     levels = []
     for clients in args.levels:
         level = Level(clients=clients, duration_s=args.duration)
         level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
+        fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
         latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
+        level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
         await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
         level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
         level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
@@ -314,6 +402,7 @@ def print_level(level: Level, bound: float) -> None:
     print(
         f"clients={level.clients:<4} duration={level.duration_s:.0f}s requests={level.requests} "
         f"(text {level.text_requests}, image {level.image_requests}) errors={level.errors} 5xx={level.status_5xx} "
+        f"shed={level.shed} fail_safe={level.fail_safe} misrouted={level.misrouted} "
         f"p50={level.p50_ms:.1f}ms p99={level.p99_ms:.1f}ms req/s={level.rps:.0f} "
         f"rss_start={level.rss_start_mib:.1f}MiB rss_end={level.rss_end_mib:.1f}MiB "
         f"(growth {growth:+.1f}, bound {bound:.0f}) "
@@ -331,6 +420,8 @@ def failures(levels: list[Level], bound: float) -> list[str]:
         where = f"{level.clients} clients"
         if level.errors or level.status_5xx:
             problems.append(f"{where}: {level.errors} errors, {level.status_5xx} 5xx")
+        if level.misrouted:
+            problems.append(f"{where}: {level.misrouted} passport image(s) reached a non-restricted model")
         if level.ext_proc_streams_after != 0:
             problems.append(f"{where}: {level.ext_proc_streams_after} ext_proc streams still active")
         if level.rss_end_mib - level.rss_start_mib > bound:

@@ -140,6 +140,8 @@ class RoutingOutcome:
             body = self.error.to_json_bytes()
         elif self.action == "reject":
             body = dumps(error_body(self.message or "request rejected by policy", _error_type(self.status), self.code))
+            if self.result.retry_after_s is not None:
+                headers["retry-after"] = str(self.result.retry_after_s)
         else:
             raise ValueError(f"a {self.action} outcome has no immediate response")
         headers["content-type"] = "application/json"
@@ -157,6 +159,7 @@ class RoutingOutcome:
             "message": self.message if self.error is None else self.error.message,
             "error": self.error.to_body()["error"] if self.error is not None else None,
             "policy_version": self.policy_version,
+            "overload": "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None,
             "request": _request_summary(self.request),
             "signals": [s.to_dict() for s in self.signals],
             "trace": {

@@ -17,6 +17,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--debug-headers", action="store_true", default=None, help="honour `x-vsr-debug: true` with a trace header"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="server processes sharing the gRPC port (SO_REUSEPORT); worker k's admin port is admin_port + k "
+        "(default: settings, 1)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -28,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
             ("grpc_host", args.grpc_host),
             ("grpc_port", args.grpc_port),
             ("debug_headers", args.debug_headers),
+            ("workers", args.workers),
         )
         if value is not None
     }
@@ -40,4 +47,8 @@ def run(args: argparse.Namespace) -> int:
         updates["logging"] = settings.logging.model_copy(update={"level": args.log_level})
     if updates:
         settings = settings.model_copy(update=updates)
+    if settings.server.workers > 1:
+        from extproc.server.workers import serve_workers
+
+        return serve_workers(settings)
     return serve(settings)

@@ -99,6 +99,7 @@ class RequestRecord(TypedDict):
     timings_ms: dict[str, float]
     body: NotRequired[str]  # capture only: the request body as text ...
     body_b64: NotRequired[str]  # ... or base64 when it is not UTF-8
+    overload: NotRequired[str]  # "shed" (answered 429) or "fail_safe" (routed fail-safe)
 
 
 class PolicySignalRecord(TypedDict):
@@ -147,6 +148,7 @@ class _Entry:
     turns: int
     body: bytes | None
     held: int
+    overload: str | None = None  # shed / fail_safe, when overload decided the request
 
 
 class DecisionLog:
@@ -256,6 +258,8 @@ class DecisionLog:
                 outcome.status, error.code if error is not None else None, outcome.signals, outcome.timings_ms,
                 extproc_ms, None, None, False, None, [], 0, 0, 0, captured, held,
             )  # fmt: skip
+        if outcome.result.shed or outcome.result.fail_safe:
+            entry.overload = "shed" if outcome.result.shed else "fail_safe"
         with self._lock:
             if self._closed or len(self._pending) >= self.settings.queue_size or self._held + held > QUEUE_BYTES_BUDGET:
                 self.dropped += 1
@@ -409,6 +413,8 @@ class DecisionLog:
             "signals": signals,
             "timings_ms": timings,
         }
+        if e.overload is not None:
+            record["overload"] = e.overload
         if e.body is not None:
             try:
                 record["body"] = e.body.decode("utf-8")

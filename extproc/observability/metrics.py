@@ -111,6 +111,8 @@ class Metrics:
         self.phase_latency: dict[str, Histogram] = {}  # ext_proc phase
         self.images = 0
         self.image_bytes = 0
+        self.shed: dict[str, int] = {}  # the decision overload left undecided -> n (answered 429)
+        self.fail_safe: dict[str, int] = {}  # decision taken fail-safe under overload -> n
         self.reloads: dict[str, int] = {}  # success / failure / unchanged
         self.last_reload: dict[str, float] = {}  # result -> unix time
         self._sources: list[Collect] = []
@@ -127,6 +129,11 @@ class Metrics:
         error = outcome.error
         if error is not None:
             self.request_errors[error.code] = self.request_errors.get(error.code, 0) + 1
+        result = outcome.result
+        if result.shed or result.fail_safe:
+            counts = self.shed if result.shed else self.fail_safe
+            name = (outcome.decision or "none").removeprefix("overloaded:")
+            counts[name] = counts.get(name, 0) + 1
         latency = self.signal_latency
         results = self.signal_results
         for signal in outcome.signals:
@@ -205,6 +212,22 @@ class Metrics:
             ["phase"],
             {(phase,): hist for phase, hist in self.phase_latency.items()},
         )
+        shed = CounterMetricFamily(
+            "vsr_requests_shed",
+            "Requests answered 429 because a decision they depend on could not be settled in time (overload: shed)",
+            labels=["decision"],
+        )
+        for decision, n in sorted(self.shed.items()):
+            shed.add_metric([decision], n)
+        yield shed
+        fail_safe = CounterMetricFamily(
+            "vsr_failsafe_routes",
+            "Requests routed by a fail_safe decision because one of its signals timed out under overload",
+            labels=["decision"],
+        )
+        for decision, n in sorted(self.fail_safe.items()):
+            fail_safe.add_metric([decision], n)
+        yield fail_safe
         images = CounterMetricFamily("vsr_images", "Decoded request images seen")
         images.add_metric([], self.images)
         yield images

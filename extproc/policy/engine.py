@@ -6,16 +6,16 @@ returns what to do and why. The router, the CLI and replay all call this one fun
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc.errors import NoCapableModel, RequestError
-from extproc.policy.conditions import Leaf, Tri, evaluate, value
+from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import SignalResult
+from extproc.signals.base import SignalResult, SignalStatus
 
 ActionKind = Literal["route", "reject", "clarify", "error"]
 
@@ -53,6 +53,11 @@ class EngineResult:
     error: RequestError | None = None
     trace: list[DecisionTrace] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # model selection and fail-closed explanations
+    # Overload: the decision won only because a timed-out signal counted as a match (fail_safe), or
+    # the request was shed (429) because a decision it depends on could not be settled in time.
+    fail_safe: bool = False
+    shed: bool = False
+    retry_after_s: int | None = None
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -141,7 +146,14 @@ def decide(
             return Tri.UNKNOWN
         return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
 
+    timed_out = {name for name, r in results.items() if r.status is SignalStatus.TIMEOUT}
+
+    def overloaded_as_match(leaf: Leaf) -> Tri:
+        return Tri.TRUE if leaf.signal in timed_out else value_of(leaf)
+
     winner: Decision | DefaultDecision | None = None
+    fail_safe = False
+    overloaded: Decision | None = None  # the first decision left undecided by a timed-out signal
     trace: list[DecisionTrace] = []
     for decision in policy.decisions:  # highest priority first
         value, blame = evaluate(decision.when, value_of)
@@ -154,14 +166,38 @@ def decide(
                 blame.path if blame else None,
             )
         )
-        if value is Tri.TRUE and winner is None:
+        if winner is not None or overloaded is not None:
+            continue
+        if value is Tri.TRUE:
             winner = decision
+        elif value is Tri.UNKNOWN and timed_out and _timeout_matters(decision, timed_out, value_of):
+            if decision.fail_safe and evaluate(decision.when, overloaded_as_match)[0] is Tri.TRUE:
+                winner, fail_safe = decision, True
+            elif policy.spec.overload.action == "shed":
+                overloaded = decision
+    if overloaded is not None:
+        retry = policy.spec.overload.retry_after_s
+        names = ", ".join(sorted(s for s in timed_out if s in _signals_of(overloaded)))
+        return EngineResult(
+            action="reject",
+            decision=f"overloaded:{overloaded.name}",
+            status=429,
+            message=f"The router is overloaded and could not check this request in time; retry in {retry} s.",
+            code="overloaded",
+            trace=trace,
+            notes=[f"{overloaded.name} undecided: {names} timed out; policy overload: shed"],
+            shed=True,
+            retry_after_s=retry,
+        )
     is_default = winner is None
     chosen: Decision | DefaultDecision = winner if winner is not None else policy.default
     trace.append(DecisionTrace(policy.default.name, None, Tri.TRUE if is_default else Tri.FALSE))
 
     action = chosen.action
     result = EngineResult(action="route", decision=chosen.name, plugins=chosen.plugins, trace=trace)
+    if fail_safe:
+        result.fail_safe = True
+        result.notes.append(f"fail-safe: {chosen.name} taken because {', '.join(sorted(timed_out))} timed out")
     if isinstance(action, RejectAction):
         result.action, result.status, result.message, result.code = "reject", action.status, action.message, action.code
         return result
@@ -191,6 +227,22 @@ def decide(
         return result
     result.model = model
     return result
+
+
+def _signals_of(decision: Decision) -> set[str]:
+    return {leaf.signal for leaf in leaves(decision.when)}
+
+
+def _timeout_matters(decision: Decision, timed_out: set[str], value_of: Callable[[Leaf], Tri]) -> bool:
+    """Would the decision come out differently had its timed-out signals answered? (Yes / no as
+    the two extremes; when both leave it the same, other unknowns decide it, not the overload.)"""
+    if _signals_of(decision).isdisjoint(timed_out):
+        return False
+
+    def as_(truth: Tri) -> Callable[[Leaf], Tri]:
+        return lambda leaf: truth if leaf.signal in timed_out else value_of(leaf)
+
+    return value(decision.when, as_(Tri.TRUE)) != value(decision.when, as_(Tri.FALSE))
 
 
 def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec | None:

@@ -99,6 +99,10 @@ class Decision(_Strict):
     when: Condition
     action: Action
     plugins: Plugins = Field(default_factory=Plugins)
+    # Fail-safe under overload: a signal of this rule that timed out (the heavy executor could not
+    # answer before the deadline) counts as a match for this decision only, so e.g. an image whose
+    # OCR could not run in time goes to the restricted model rather than past the identity check.
+    fail_safe: bool = False
 
     @field_validator("when", mode="before")
     @classmethod
@@ -107,6 +111,15 @@ class Decision(_Strict):
             return parse_condition(raw)
         except ConditionError as exc:
             raise ValueError(str(exc)) from None
+
+
+class OverloadSpec(_Strict):
+    """What a request whose decision depends on a timed-out signal gets, when no fail-safe decision
+    takes it first: `shed` answers 429 with Retry-After (the client tries again later); `decide`
+    decides on the unknowns as usual (no rule fires on an unknown)."""
+
+    action: Literal["shed", "decide"] = "decide"
+    retry_after_s: int = Field(default=2, ge=1, le=3600)
 
 
 class DefaultDecision(_Strict):
@@ -127,6 +140,7 @@ class Policy(_Strict):
     signal_timeout_ms: float = Field(default=1000.0, gt=0)
     # Status when a signal with `on_error: reject` cannot answer.
     signal_failure_status: int = Field(default=503, ge=400, le=599)
+    overload: OverloadSpec = Field(default_factory=OverloadSpec)
     models: list[ModelSpec] = Field(min_length=1)
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable
 
 from extproc.errors import RequestError
-from extproc.models.executor import HeavyExecutor
+from extproc.models.executor import REQUEST_DEADLINE, HeavyExecutor, Overloaded
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, SignalContext, SignalResult, SignalStatus, SignalUnavailable
 
@@ -64,6 +64,8 @@ class Dispatcher:
     async def _bounded(self, signal: Signal, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         timeout_ms = signal.spec.timeout_ms or self.default_timeout_ms
         timeout = min(timeout_ms / 1000.0, ctx.remaining())
+        # Heavy work this signal submits is admitted only if it can finish in time (see executor).
+        REQUEST_DEADLINE.set(time.monotonic() + timeout)
         return await asyncio.wait_for(signal.evaluate(request, ctx), timeout=timeout)
 
     @staticmethod
@@ -87,6 +89,8 @@ class Dispatcher:
             return SignalResult.from_evaluation(signal.name, signal.type, task.result(), latency)
         if isinstance(exc, RequestError):
             raise exc
+        if isinstance(exc, Overloaded):
+            return SignalResult.failed(signal.name, signal.type, SignalStatus.TIMEOUT, str(exc), latency)
         if isinstance(exc, TimeoutError | asyncio.CancelledError):
             return SignalResult.failed(
                 signal.name, signal.type, SignalStatus.TIMEOUT, f"no answer within {latency:.0f} ms", latency
