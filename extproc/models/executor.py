@@ -60,7 +60,9 @@ class HeavyExecutor:
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         deadline = REQUEST_DEADLINE.get()
-        if deadline is not None and self.job_s > 0.0:
+        # Nothing queued ahead: always try (the estimate may be stale, and an idle pool is the best
+        # chance this job will get). Otherwise refuse what cannot finish in time behind the queue.
+        if deadline is not None and self.pending > 0 and self.job_s > 0.0:
             left = deadline - time.monotonic()
             wait = self.expected_wait_s()
             if wait + self.job_s > left:
