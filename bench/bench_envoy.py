@@ -126,12 +126,15 @@ def row(name: str, lat: LoadResult, thr: LoadResult) -> str:
 
 
 def cpu_seconds(pid: int | None) -> float:
-    """User + system CPU of a process (all threads); this process when pid is None."""
+    """User + system CPU of a process and its children (server workers); this process when None."""
     if pid is None:
         t = os.times()
         return t.user + t.system
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(c) for c in children.read_text().split()] if children.exists() else []
+    return own + sum(cpu_seconds(kid) for kid in kids)
 
 
 async def measure(
@@ -156,6 +159,7 @@ def main() -> int:
     parser.add_argument("--envoy-concurrency", type=int, default=None, help="Envoy worker threads (default: cores)")
     parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
     parser.add_argument("--log-level", default="INFO", help="server log level (DEBUG logs every route)")
+    parser.add_argument("--workers", type=int, default=1, help="ext_proc server processes (serve --workers)")
     args = parser.parse_args()
 
     options = EnvoyOptions(
@@ -179,7 +183,7 @@ def main() -> int:
             envoy_config=config_path,
             demo_upstreams=bool(demo),
             stream_delay_ms=0,
-            env={"VSR_LOGGING__LEVEL": args.log_level},
+            env={"VSR_LOGGING__LEVEL": args.log_level, "VSR_SERVER__WORKERS": str(args.workers)},
             envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
         ),
         sink=logs.append,

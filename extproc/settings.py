@@ -8,13 +8,14 @@ Nested fields use a double underscore: `VSR_SERVER__GRPC_PORT=50052`,
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from extproc.images import ImageLimits
 from extproc.protocol.request import API_PATHS
@@ -33,11 +34,26 @@ def _describe(exc: ValidationError, path: Path | str | None) -> str:
     source = f" (file {path} and VSR_* environment)" if path is not None else " (VSR_* environment)"
     lines = [f"invalid settings{source}:"]
     for err in exc.errors():
+        problem = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
+        if not err["loc"]:  # a rule across sections: its message names the fields
+            lines.append(f"  {problem}")
+            continue
         dotted = ".".join(str(part) for part in err["loc"])
         env = ENV_PREFIX + "__".join(str(part).upper() for part in err["loc"])
-        problem = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
-        lines.append(f"  {dotted} ({env}): {problem}, got {err.get('input')!r}")
+        lines.append(f"  {dotted} ({env}): {problem}, got {_redacted(err['loc'], err.get('input'))!r}")
     return "\n".join(lines)
+
+
+SECRET_FIELDS = frozenset({"admin_token"})
+
+
+def _redacted(loc: tuple[int | str, ...], value: Any) -> Any:
+    """A rejected value as an error message may show it: secrets replaced."""
+    if loc and loc[-1] in SECRET_FIELDS:
+        return "<redacted>"
+    if isinstance(value, dict):
+        return {k: "<redacted>" if k in SECRET_FIELDS else v for k, v in value.items()}
+    return value
 
 
 class _Section(BaseModel):
@@ -54,9 +70,59 @@ class ServerSettings(_Section):
     shutdown_grace_s: float = 10.0  # after SIGTERM: how long in-flight streams may take to finish
     drain_delay_s: float = 0.0  # after SIGTERM, report NOT_SERVING this long before refusing new streams
     debug_headers: bool = False  # honour `x-vsr-debug: true` with a trace header
+    # Several processes share the gRPC port (SO_REUSEPORT); set for each worker by `serve --workers`.
+    reuse_port: bool = False
+    workers: int = Field(default=1, ge=1, le=64)
     inference_paths: list[str] = Field(
         default_factory=lambda: list(API_PATHS)
     )
+    # Bearer token for the admin HTTP server (every endpoint but /healthz); required when admin_host
+    # is not loopback. Give it inline (VSR_SERVER__ADMIN_TOKEN) or as a file holding it (a mounted secret).
+    admin_token: SecretStr | None = None
+    admin_token_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_token_source(self) -> ServerSettings:
+        if self.admin_token is not None and self.admin_token_file is not None:
+            raise ValueError("set admin_token or admin_token_file, not both")
+        if self.admin_token is not None and len(self.admin_token.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
+            raise ValueError(f"admin_token must be at least {MIN_ADMIN_TOKEN_CHARS} characters")
+        return self
+
+    def admin_token_value(self) -> str | None:
+        """The admin bearer token (read from `admin_token_file` when that is how it is given)."""
+        if self.admin_token is not None:
+            return self.admin_token.get_secret_value().strip()
+        if self.admin_token_file is None:
+            return None
+        try:
+            token = self.admin_token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise SettingsError(
+                f"server.admin_token_file (VSR_SERVER__ADMIN_TOKEN_FILE): cannot read {self.admin_token_file}: "
+                f"{exc.strerror or exc}"
+            ) from None
+        if len(token) < MIN_ADMIN_TOKEN_CHARS:
+            raise SettingsError(
+                f"server.admin_token_file (VSR_SERVER__ADMIN_TOKEN_FILE): {self.admin_token_file} must hold a token "
+                f"of at least {MIN_ADMIN_TOKEN_CHARS} characters"
+            )
+        return token
+
+
+MIN_ADMIN_TOKEN_CHARS = 16
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when binding `host` listens on this machine only: `localhost` or a loopback address.
+    An empty host or a wildcard (0.0.0.0, ::) binds every interface; any other name may resolve outward."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 class LimitSettings(_Section):
@@ -132,6 +198,22 @@ class ObservabilitySettings(_Section):
     decision_log: DecisionLogSettings = Field(default_factory=DecisionLogSettings)
 
 
+class TracingSettings(_Section):
+    """OpenTelemetry traces of the ext_proc streams. The SDK also reads the standard OTEL_* variables
+    (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+    OTEL_TRACES_SAMPLER, ...); a field set here wins over them."""
+
+    enabled: bool = False  # off: nothing of OpenTelemetry is imported and the servicer keeps no trace state
+    exporter: Literal["otlp_grpc", "otlp_http", "console", "none"] = "otlp_grpc"
+    # otlp_grpc: http://collector:4317 (http:// means plaintext); otlp_http: http://collector:4318/v1/traces.
+    # None: OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else the exporter's localhost default.
+    endpoint: str | None = None
+    service_name: str | None = None  # None: OTEL_SERVICE_NAME, else "vsr-extproc"
+    # Share of new traces recorded; a parent's sampled flag (Envoy's, the client's) always wins.
+    # None: OTEL_TRACES_SAMPLER / _ARG, else every trace.
+    sample_ratio: float | None = Field(default=None, ge=0, le=1)
+
+
 class ReloadSettings(_Section):
     watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
     interval_s: float = Field(default=2.0, gt=0)
@@ -149,6 +231,20 @@ class Settings(_Section):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     reload: ReloadSettings = Field(default_factory=ReloadSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+
+    @model_validator(mode="after")
+    def _admin_beyond_loopback_needs_a_token(self) -> Settings:
+        srv = self.server
+        tokenless = srv.admin_token is None and srv.admin_token_file is None
+        if self.observability.admin and tokenless and not is_loopback_host(srv.admin_host):
+            raise ValueError(
+                f"server.admin_host {srv.admin_host!r} is not loopback: the admin server (explain, policy "
+                "reload, metrics) then needs server.admin_token (VSR_SERVER__ADMIN_TOKEN) or "
+                "server.admin_token_file (VSR_SERVER__ADMIN_TOKEN_FILE); or bind it to 127.0.0.1, "
+                "or turn it off (observability.admin: false)"
+            )
+        return self
 
     @classmethod
     def load(cls, path: Path | str | None = None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -86,6 +86,7 @@ with warnings.catch_warnings():
         RouteMatch,
         VirtualHost,
     )
+    from envoy_data_plane.envoy.config.trace.v3 import OpenTelemetryConfig, TracingHttp
     from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
     from envoy_data_plane.envoy.extensions.filters.http.buffer.v3 import Buffer, BufferPerRoute
     from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
@@ -114,6 +115,7 @@ with warnings.catch_warnings():
         HttpConnectionManager,
         HttpConnectionManagerCodecType,
         HttpConnectionManagerPathWithEscapedSlashesAction,
+        HttpConnectionManagerTracing,
         HttpFilter,
         LocalReplyConfig,
         ResponseMapper,
@@ -132,12 +134,14 @@ with warnings.catch_warnings():
         StringMatcher,
         ValueMatcher,
     )
-    from envoy_data_plane.envoy.type.v3 import HttpStatus, StatusCode
+    from envoy_data_plane.envoy.type.v3 import HttpStatus, Percent, StatusCode
     from envoy_data_plane.google.protobuf import Any as AnyMessage
     from envoy_data_plane.google.protobuf import Struct
 
 CLUSTER_HEADER = vsr.CLUSTER
 EXT_PROC_CLUSTER = "extproc"
+OTEL_COLLECTOR_CLUSTER = "otel_collector"  # EnvoyOptions.tracing: where Envoy exports its spans
+TRACE_CONTEXT_HEADERS = ("traceparent", "tracestate")  # W3C trace context
 # Inference requests ext_proc did not decide (no body, so Envoy never called it) are routed
 # here: a cluster with no hosts, whose "no healthy upstream" reply becomes a 400 (local_reply).
 UNDECIDED_CLUSTER = "vsr_undecided"
@@ -167,6 +171,19 @@ class Upstream:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvoyTracing:
+    """Envoy's own tracing (OpenTelemetry tracer, OTLP/gRPC to a collector). With it on, Envoy
+    continues a client's `traceparent` (or starts a trace), and its ext_proc filter opens a child
+    span for the gRPC stream and sends its context to the server as `traceparent` metadata; the
+    server's spans (settings `tracing`) then hang under it."""
+
+    collector_host: str = "127.0.0.1"
+    collector_port: int = 4317  # OTLP/gRPC
+    service_name: str = "envoy"
+    sample_percent: float = 100.0  # of requests without a sampled parent (a client's sampled flag wins)
+
+
+@dataclass(frozen=True, slots=True)
 class EnvoyOptions:
     listener_host: str = "127.0.0.1"
     listener_port: int = 8801
@@ -192,6 +209,11 @@ class EnvoyOptions:
     # earlier flow (request headers, body, response headers), kept for comparison and old configs.
     flow: Flow = "one_message"
     plugin_headers: tuple[str, ...] = ()  # the policy's `set_headers` names, copied from metadata
+    # Off by default (None). Set: Envoy traces requests and exports to the collector cluster.
+    tracing: EnvoyTracing | None = None
+    # One-message flow: copy a client's traceparent/tracestate into the vsr.request metadata sent to
+    # the server (its spans join the client's trace without Envoy's tracing); the headers stay.
+    forward_trace_context: bool = False
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -354,20 +376,31 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
     return HttpFilter(name="envoy.filters.http.ext_proc", typed_config=_typed(config))
 
 
-def client_header_filters() -> list[HttpFilter]:
+def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilter]:
     """Before ext_proc: the client's debug request moves to metadata, then every client x-vsr-*
-    header is removed, so nothing a client sends reaches ext_proc's decision or an upstream."""
-    debug = HeaderToMetadata(
-        request_rules=[
+    header is removed, so nothing a client sends reaches ext_proc's decision or an upstream.
+    With `forward_trace_context`, the W3C trace headers are copied (not moved) to metadata too."""
+    rules = [
+        ConfigRule(
+            header=vsr.DEBUG,
+            on_header_present=ConfigKeyValuePair(
+                metadata_namespace=CLIENT_NAMESPACE, key="debug", type=ConfigValueType.STRING
+            ),
+            remove=True,
+        )
+    ]
+    if options is not None and options.forward_trace_context:
+        rules.extend(
             ConfigRule(
-                header=vsr.DEBUG,
+                header=name,
                 on_header_present=ConfigKeyValuePair(
-                    metadata_namespace=CLIENT_NAMESPACE, key="debug", type=ConfigValueType.STRING
+                    metadata_namespace=CLIENT_NAMESPACE, key=name, type=ConfigValueType.STRING
                 ),
-                remove=True,
+                remove=False,
             )
-        ]
-    )
+            for name in TRACE_CONTEXT_HEADERS
+        )
+    debug = HeaderToMetadata(request_rules=rules)
     strip = HeaderMutationFilter(
         mutations=Mutations(
             request_mutations=[
@@ -550,6 +583,50 @@ def _header_routes(upstreams: Sequence[Upstream], default_cluster: str, options:
     return result
 
 
+def tracing_config(tracing: EnvoyTracing) -> HttpConnectionManagerTracing:
+    """Envoy's OpenTelemetry tracer, exporting over OTLP/gRPC to the collector cluster."""
+    return HttpConnectionManagerTracing(
+        random_sampling=Percent(value=tracing.sample_percent),
+        provider=TracingHttp(
+            name="envoy.tracers.opentelemetry",
+            typed_config=_typed(
+                OpenTelemetryConfig(
+                    grpc_service=GrpcService(envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=OTEL_COLLECTOR_CLUSTER)),
+                    service_name=tracing.service_name,
+                )
+            ),
+        ),
+    )
+
+
+def collector_cluster(tracing: EnvoyTracing) -> Cluster:
+    """The OTLP/gRPC (HTTP/2) collector Envoy exports its spans to."""
+    return Cluster(
+        name=OTEL_COLLECTOR_CLUSTER,
+        type=ClusterDiscoveryType.STATIC if _is_ip(tracing.collector_host) else ClusterDiscoveryType.STRICT_DNS,
+        connect_timeout=_duration(1.0),
+        typed_extension_protocol_options={
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
+                HttpProtocolOptions(
+                    explicit_http_config=HttpProtocolOptionsExplicitHttpConfig(
+                        http2_protocol_options=Http2ProtocolOptions()
+                    )
+                )
+            )
+        },
+        load_assignment=ClusterLoadAssignment(
+            cluster_name=OTEL_COLLECTOR_CLUSTER,
+            endpoints=[
+                LocalityLbEndpoints(
+                    lb_endpoints=[
+                        LbEndpoint(endpoint=Endpoint(address=_address(tracing.collector_host, tracing.collector_port)))
+                    ]
+                )
+            ],
+        ),
+    )
+
+
 def undecided_cluster() -> Cluster:
     """No hosts: Envoy answers "no healthy upstream", which `local_reply` turns into a 400."""
     return Cluster(
@@ -613,7 +690,7 @@ def http_connection_manager(
 ) -> HttpConnectionManager:
     filters: list[HttpFilter] = []
     if with_ext_proc and options.flow == "one_message":
-        filters = [*client_header_filters(), ext_proc_filter(options), buffer_filter(options)]
+        filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)]
     elif with_ext_proc:
         filters = [ext_proc_filter(options)]
     filters.append(HttpFilter(name="envoy.filters.http.router", typed_config=_typed(RouterFilter())))
@@ -633,6 +710,8 @@ def http_connection_manager(
     )
     if with_ext_proc and options.flow == "one_message":
         hcm.local_reply_config = local_reply()
+    if options.tracing is not None:
+        hcm.tracing = tracing_config(options.tracing)
     if options.access_log:
         hcm.access_log = [
             AccessLog(
@@ -667,6 +746,8 @@ def bootstrap(upstreams: Sequence[Upstream], default_cluster: str, options: Envo
     clusters = [ext_proc_cluster(options), *(upstream_cluster(u, options) for u in upstreams), *options.extra_clusters]
     if options.flow == "one_message":
         clusters.append(undecided_cluster())
+    if options.tracing is not None:
+        clusters.append(collector_cluster(options.tracing))
     return Bootstrap(
         admin=Admin(address=_address(options.admin_host, options.admin_port)),
         overload_manager=OverloadManager(
@@ -790,11 +871,14 @@ def render(
         ),
     )
     one = options.flow == "one_message"
-    filters = [*client_header_filters(), ext_proc_filter(options), buffer_filter(options)] if one else []
+    filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)] if one else []
     snippet_doc: dict[str, Any] = {
         "http_filters": [to_plain(f) for f in filters] or [to_plain(ext_proc_filter(options))],
         "clusters": [to_plain(ext_proc_cluster(options)), *([to_plain(undecided_cluster())] if one else [])],
     }
+    if options.tracing is not None:  # the HTTP connection manager's `tracing` and the collector cluster
+        snippet_doc["tracing"] = to_plain(tracing_config(options.tracing))
+        snippet_doc["clusters"].append(to_plain(collector_cluster(options.tracing)))
     if one:
         example = routes(upstreams[:1], default, options)
         snippet_doc["local_reply_config"] = to_plain(local_reply())

@@ -12,22 +12,30 @@ It is built on `asyncio.start_server` (no extra dependency). Each connection car
 request (`Connection: close`); reading is bounded in time and size, so a slow or hostile
 client costs a socket, never the event loop. Explain runs the same `Router.route` as the
 ext_proc path, with the active policy; it is not counted in metrics or the decision log.
-Bind it to loopback (the default, `server.admin_host`): it has no authentication.
+
+Auth: with `server.admin_token` (or `admin_token_file`) set, every request but `GET /healthz`
+needs `Authorization: Bearer <token>` (compared in constant time; 401 with `WWW-Authenticate`
+otherwise), checked before the body is read. Every route added to the table goes through the
+same check (`AdminServer._authorize`) unless it is listed in `PUBLIC`. A bind beyond loopback
+without a token is refused at start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
+from extproc.settings import SettingsError, is_loopback_host
 
 if TYPE_CHECKING:
     from extproc.server.app import ExtProcServer
@@ -37,9 +45,17 @@ log = logging.getLogger("extproc.admin")
 READ_TIMEOUT_S = 10.0
 MAX_HEADER_LINES = 100
 JSON = "application/json"
-REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout"}
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed"}
+REASONS |= {408: "Request Timeout"}
 REASONS |= {413: "Payload Too Large", 422: "Unprocessable Entity", 500: "Internal Server Error"}
 REASONS |= {503: "Service Unavailable"}
+# Endpoints served without the bearer token (probes): everything else needs it when one is set.
+PUBLIC = frozenset({("GET", "/healthz")})
+REALM = "vsr-admin"
+
+
+class AdminAuthError(SettingsError):
+    """The admin server would listen beyond loopback without a token."""
 
 
 @dataclass(slots=True)
@@ -47,6 +63,7 @@ class Response:
     status: int
     body: bytes
     content_type: str = JSON
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def json_response(status: int, data: Any) -> Response:
@@ -60,11 +77,33 @@ def _error(status: int, message: str) -> Response:
 Handler = Callable[[bytes, dict[str, list[str]], dict[str, str]], Awaitable[Response]]
 
 
+def check_bearer(headers: dict[str, str], token: str) -> Response | None:
+    """None when `headers` carry `Authorization: Bearer <token>`; otherwise the 401 to send."""
+    scheme, _, credentials = headers.get("authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        response = _error(401, "this endpoint needs Authorization: Bearer <server.admin_token>")
+        response.headers["WWW-Authenticate"] = f'Bearer realm="{REALM}"'
+        return response
+    if not hmac.compare_digest(credentials.strip().encode(), token.encode()):
+        response = _error(401, "invalid admin token")
+        response.headers["WWW-Authenticate"] = f'Bearer realm="{REALM}", error="invalid_token"'
+        return response
+    return None
+
+
 class AdminServer:
     def __init__(
-        self, target: ExtProcServer, *, host: str, port: int, metrics: Metrics | None, max_body_bytes: int
+        self,
+        target: ExtProcServer,
+        *,
+        host: str,
+        port: int,
+        metrics: Metrics | None,
+        max_body_bytes: int,
+        token: str | None = None,
     ) -> None:
         self.target = target
+        self.token = token or None
         self.host = host
         self.port = port
         self.metrics = metrics
@@ -82,7 +121,16 @@ class AdminServer:
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def check_bind(self) -> None:
+        """Refuse (AdminAuthError) to listen beyond loopback without a token."""
+        if self.token is None and not is_loopback_host(self.host):
+            raise AdminAuthError(
+                f"admin server refused to listen on {self.address}: beyond loopback it needs a bearer token "
+                "(server.admin_token / VSR_SERVER__ADMIN_TOKEN or server.admin_token_file)"
+            )
+
     async def start(self) -> int:
+        self.check_bind()
         self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=64 * 1024)
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("admin listening", extra={"address": self.address})
@@ -108,7 +156,8 @@ class AdminServer:
                 f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Status')}\r\n"
                 f"Content-Type: {response.content_type}\r\n"
                 f"Content-Length: {len(response.body)}\r\n"
-                "Connection: close\r\n\r\n"
+                + "".join(f"{name}: {value}\r\n" for name, value in response.headers.items())
+                + "Connection: close\r\n\r\n"
             )
             writer.write(head.encode("latin-1") + response.body)
             await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
@@ -138,6 +187,10 @@ class AdminServer:
             headers[name.strip().lower()] = value.strip()
         else:
             return _error(400, "too many headers")
+        url = urlsplit(target)
+        denied = self._authorize(method, url.path, headers)
+        if denied is not None:  # before the body is read: an unauthenticated client cannot make us buffer it
+            return denied
         length = int(headers.get("content-length", "0") or "0")
         if length < 0:
             raise ValueError("negative content-length")
@@ -146,7 +199,6 @@ class AdminServer:
         if "chunked" in headers.get("transfer-encoding", "").lower():
             return _error(400, "chunked bodies are not supported; send content-length")
         body = await reader.readexactly(length) if length else b""
-        url = urlsplit(target)
         handler = self._routes.get((method, url.path))
         if handler is None:
             if any(path == url.path for _, path in self._routes):
@@ -157,6 +209,15 @@ class AdminServer:
         except Exception:
             log.exception("admin handler failed", extra={"path": url.path})
             return _error(500, "internal error")
+
+    def _authorize(self, method: str, path: str, headers: dict[str, str]) -> Response | None:
+        """The one auth check every request goes through (unknown paths included, so they cannot be probed)."""
+        if self.token is None or (method, path) in PUBLIC:
+            return None
+        denied = check_bearer(headers, self.token)
+        if denied is not None:
+            log.debug("admin request refused", extra={"path": path, "status": denied.status})
+        return denied
 
     # -- endpoints ------------------------------------------------------------------------------
     async def _metrics(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
@@ -209,7 +270,7 @@ def health(target: ExtProcServer) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) of /healthz: 200 only while serving; `degraded` when a model is unavailable."""
     router = target.live_router
     state = target.state
-    data: dict[str, Any] = {"status": state, "in_flight": target.in_flight, "time": time.time()}
+    data: dict[str, Any] = {"status": state, "in_flight": target.in_flight, "pid": os.getpid(), "time": time.time()}
     data["models"] = (
         [{"name": s.name, "loaded": s.loaded, "detail": s.detail} for s in router.models.statuses()]
         if router is not None

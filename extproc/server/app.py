@@ -10,6 +10,8 @@
 - Observability: Prometheus metrics and the decision log are fed by the servicer through one
   `Observer`; the admin HTTP server (/metrics, /healthz, /v1/explain, /v1/policy) runs on this
   event loop; the policy file is watched and SIGHUP reloads it (`extproc.server.reload`).
+  With `tracing.enabled`, the servicer also emits OpenTelemetry spans (`extproc.observability.tracing`);
+  they are flushed at stop.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from grpc_health.v1._async import HealthServicer
 from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
+from extproc.observability.tracing import build_tracer
 from extproc.policy.load import PolicyError
 from extproc.server.admin import AdminServer
 from extproc.server.grpc_service import ExtProcService
@@ -60,8 +63,9 @@ class ExtProcServer:
         self.metrics = Metrics() if obs.metrics else None
         self.decision_log = DecisionLog(obs.decision_log) if obs.decision_log.path is not None else None
         observer = Observer(self.metrics, self.decision_log) if self.metrics or self.decision_log else None
+        self.tracer = build_tracer(settings.tracing)  # None (the default): OpenTelemetry is not imported
         self.service = ExtProcService(
-            inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer
+            inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer, tracer=self.tracer
         )
         self.health = HealthServicer()
         self.port: int | None = None
@@ -76,6 +80,7 @@ class ExtProcServer:
                 port=srv.admin_port,
                 metrics=self.metrics,
                 max_body_bytes=settings.limits.max_body_bytes,
+                token=srv.admin_token_value(),
             )
             if obs.admin
             else None
@@ -103,11 +108,13 @@ class ExtProcServer:
         """Open the port with health NOT_SERVING; returns the bound port (useful with port 0)."""
         srv = self.settings.server
         limit = srv.max_message_bytes
+        if self.admin is not None:
+            self.admin.check_bind()  # refuse before opening anything: no admin beyond loopback without a token
         self._server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
-                ("grpc.so_reuseport", 0),
+                ("grpc.so_reuseport", 1 if srv.reuse_port else 0),
             ]
         )
         ep_grpc.add_ExternalProcessorServicer_to_server(self.service, self._server)
@@ -188,6 +195,8 @@ class ExtProcServer:
             await asyncio.to_thread(self.decision_log.close)
         if self.admin is not None:
             await self.admin.stop()
+        if self.tracer is not None:
+            await asyncio.to_thread(self.tracer.shutdown)  # export what is still queued
         log.info("stopped")
 
     async def run(self) -> int:

@@ -22,6 +22,11 @@ one `ProcessingResponse`:
   directly with an immediate response;
 - response headers: add `x-vsr-decision`, `x-vsr-model`, `x-vsr-signals` (and a trace when
   debugging was asked for and allowed).
+
+Tracing (`tracer`, None unless `tracing.enabled`): a stream keeps a `StreamTrace` (its start, the W3C
+context from the call's gRPC metadata, the request headers or the `vsr.request` metadata, the
+outcome); the router's spans are built right after the decision is sent, and the stream's span ends
+with the stream (`extproc.observability.tracing`). Off, every hook is one `is None` test.
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 from extproc import headers as vsr
 from extproc.errors import error_body
 from extproc.observability.observer import REQUEST_ID, Observer
+from extproc.observability.tracing import TRACE_HEADERS
 from extproc.protocol.request import API_PATHS
 from extproc.server import mutations
 
 if TYPE_CHECKING:
+    from extproc.observability.tracing import StreamTrace, StreamTracer
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
 
@@ -71,6 +78,7 @@ class _Stream:
     body: bytearray = field(default_factory=bytearray)
     client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
     started: float = 0.0
+    trace: StreamTrace | None = None  # only while tracing is on
 
 
 class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
@@ -83,23 +91,29 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         inference_paths: Collection[str] = tuple(API_PATHS),
         debug_headers: bool = False,
         observer: Observer | None = None,
+        tracer: StreamTracer | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
         self.debug_headers = debug_headers
         self.observer = observer  # metrics and the decision log; None: nothing recorded
+        self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
         self.in_flight = 0
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         stream = _Stream()
         self.in_flight += 1
         observer = self.observer
+        tracer = self.tracer
         try:
             async for request in request_iterator:
                 phase = request.WhichOneof("request")
                 started = time.perf_counter()
                 if not stream.started:
                     stream.started = started
+                    if tracer is not None:
+                        stream.trace = tracer.begin(context)
+                        stream.trace.flow = "three_messages" if phase == "request_headers" else "one_message"
                     if phase != "request_headers":  # the one-message flow: what the headers would have said
                         self._read_attributes(request, stream)
                 if phase == "request_headers":
@@ -113,10 +127,15 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 if observer is not None:
                     observer.phase(phase or "unknown", time.perf_counter() - started)
                 yield response
+                if tracer is not None and stream.trace is not None and stream.trace.outcome is not None:
+                    # after the answer went out: the spans cost no latency, and the outcome is let go
+                    tracer.decided(stream.trace, path=stream.path, request_id=stream.request_id)
                 if response.HasField("immediate_response"):
                     return
         finally:
             self.in_flight -= 1
+            if stream.trace is not None and tracer is not None:
+                tracer.finish(stream.trace, path=stream.path, request_id=stream.request_id)
 
     # -- phases -------------------------------------------------------------------------------
 
@@ -131,6 +150,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if self.debug_headers and CLIENT_METADATA in request.metadata_context.filter_metadata:
             debug = request.metadata_context.filter_metadata[CLIENT_METADATA].fields.get("debug")
             stream.debug = debug is not None and debug.string_value.strip().lower() in _TRUTHY
+        if stream.trace is not None and CLIENT_METADATA in request.metadata_context.filter_metadata:
+            stream.trace.read_metadata(request.metadata_context.filter_metadata[CLIENT_METADATA].fields)
         REQUEST_ID.set(stream.request_id)
 
     async def _request_headers(self, headers: Any, stream: _Stream) -> Any:
@@ -150,6 +171,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                     stream.debug = _value(header).strip().lower() in _TRUTHY
             elif key == "x-request-id":
                 stream.request_id = _value(header)
+            elif stream.trace is not None and key in TRACE_HEADERS:
+                stream.trace.client_header(key, _value(header))
         REQUEST_ID.set(stream.request_id)  # log records of this request carry it
         stripped = bool(stream.stripped)
         if method != "POST" or stream.path not in self.inference_paths:
@@ -173,18 +196,27 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
     async def _decide(self, body: bytes, stream: _Stream, *, at_headers: bool) -> Any:
         router = self.router
         observer = self.observer
+        trace = stream.trace
         if router is None:
+            if trace is not None:
+                trace.failure = "not_ready"
             self._log(stream, "not_ready", 503, None)
             if observer is not None:
                 observer.failure("not_ready", request_id=stream.request_id, path=stream.path)
             return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
+        if trace is not None:
+            trace.route_started = time.perf_counter()
         try:
             outcome = await router.route(body, path=stream.path, request_id=stream.request_id)
         except Exception:
+            if trace is not None:
+                trace.failure = "internal_error"
             log.exception("routing failed", extra={"request_id": stream.request_id, "path": stream.path})
             if observer is not None:
                 observer.failure("internal_error", request_id=stream.request_id, path=stream.path)
             return _error(500, "Internal error while routing the request.", "server_error", "internal_error")
+        if trace is not None:
+            trace.outcome = outcome
         if observer is not None:
             extproc_ms = (time.perf_counter() - stream.started) * 1000.0
             observer.outcome(outcome, request_id=stream.request_id, path=stream.path, body=body, extproc_ms=extproc_ms)
