@@ -3,7 +3,8 @@
 Numbers are found with one scan for "digit groups joined by single separators" and then
 classified in Python with real checks (Luhn and issuer ranges for cards, area/group/serial
 rules for SSNs, mod-97 and per-country length for IBANs, numbering-plan shapes for
-phones), so version numbers, dates, IP addresses, UUIDs and hashes do not come out as
+phones; a clearly formatted 3-3-4 number outside the North American plan is still reported,
+at a lower score), so version numbers, dates, IP addresses, UUIDs and hashes do not come out as
 PII. Passport numbers are found only next to a "passport number" phrase in one of several
 languages; machine-readable zones are another module's job.
 """
@@ -31,6 +32,10 @@ _SSN_SHAPE = re.compile(r"(\d{3})([ \-])(\d{2})\2(\d{4})")
 _SSN_BARE = re.compile(r"\d{9}")
 _SSN_CONTEXT = re.compile(r"(?i:ssn|social security|soc\.? ?sec)")
 _NANP_SHAPE = re.compile(r"(?:\+?1[ .\-]?)?(?:\([2-9]\d\d\) ?|[2-9]\d\d[ .\-])[2-9]\d\d[ .\-]\d{4}")
+# The 3-3-4 layout without the numbering-plan rules ("555-120-3344", "(123) 456-7890"): one
+# consistent "-" or "." separator, or a parenthesised area code. Plain spaces are left out
+# ("100 200 3000" is more often a list of numbers than a phone).
+_PHONE_LAYOUT = re.compile(r"(?:1([.\-]))?\d{3}([.\-])\d{3}\2\d{4}|(?:1[ .\-]?)?\(\d{3}\) ?\d{3}[.\-]\d{4}")
 _CARD_GROUPED = re.compile(r"\d{4}([ \-])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ \-])\d{6}\2\d{4,5}")
 _EU_LOCAL = re.compile(r"0\d{1,4}(?:([ .\-])\d{2,8})(?:\1\d{2,8}){0,4}")
 
@@ -111,6 +116,12 @@ def _phone(raw: str, digits: str) -> float:
         return 0.85 if 8 <= n <= 15 and digits[0] != "0" else 0.0
     if _NANP_SHAPE.fullmatch(raw):
         return 0.75
+    m = _PHONE_LAYOUT.fullmatch(raw)
+    if m is not None and (m.group(1) is None or m.group(1) == m.group(2)):
+        # Formatted like a phone but not a valid North American number (an exchange or area
+        # code starting with 0/1, a fictional or mistyped number): PII detection errs toward
+        # recall, so report it, at the default `min_score` (0.5) and below every checked shape.
+        return 0.5
     if raw.startswith("00") and 10 <= n <= 15 and digits[2] != "0" and raw != digits:
         return 0.7
     if 10 <= n <= 11 and _EU_LOCAL.fullmatch(raw) and digits[1] != "0":
@@ -296,14 +307,26 @@ _PASSPORT = re.compile(
 
 
 def _passports(text: str, out: list[Finding]) -> None:
-    for m in _PASSPORT.finditer(text):
-        num = m.group("num")
-        if sum(ch.isdigit() for ch in num) < 5:
-            continue
+    # Not `finditer`: a rejected candidate must not hide an overlapping one. In "my passport,
+    # passport number X1234567" the first "passport" takes the second as its number (no
+    # digits, rejected); the search then resumes one character after the rejected match's
+    # start, not after its end. A match is at most ~60 characters long, so this stays linear.
+    pos = 0
+    while True:
+        m = _PASSPORT.search(text, pos)
+        if m is None:
+            return
         start = m.start()
-        if start and _is_word_char(text[start - 1]) and not text[start - 4 : start].lower().endswith("eise"):
+        num = m.group("num")
+        inside_word = start and _is_word_char(text[start - 1])
+        if inside_word and not text[start - 4 : start].lower().endswith("eise"):
+            pos = start + 1
+            continue
+        if sum(ch.isdigit() for ch in num) < 5:
+            pos = start + 1
             continue
         out.append(Finding("passport", m.start("num"), m.end("num"), 0.8, f"passport {mask_tail(num, 2)}"))
+        pos = m.end()
 
 
 _NUMBER_KINDS = frozenset({"phone", "credit_card", "us_ssn"})

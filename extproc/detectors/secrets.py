@@ -22,6 +22,7 @@ SECRET_KINDS: tuple[str, ...] = (
     "github_token",
     "slack_token",
     "openai_key",
+    "anthropic_key",
     "private_key",
     "jwt",
     "high_entropy_assignment",
@@ -42,7 +43,10 @@ _GITHUB = re.compile(r"gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,
 _SLACK = re.compile(
     r"xox[abposre](?:\.xox[bp])?-[0-9A-Za-z\-]{10,250}|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,200}"
 )
-_OPENAI = re.compile(r"sk-(?P<kind>proj-|svcacct-|admin-|ant-[a-z]{3}\d{2}-)?(?P<body>[A-Za-z0-9_\-]{20,250})")
+# "sk-ant-..." is Anthropic's prefix, never an OpenAI key (the lookahead keeps it out).
+_OPENAI = re.compile(r"sk-(?!ant-)(?P<kind>proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_\-]{20,250})")
+# sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-... (a purpose tag and a version number).
+_ANTHROPIC = re.compile(r"sk-ant-(?P<kind>[a-z]{2,10}\d{2}-)?(?P<body>[A-Za-z0-9_\-]{20,250})")
 _PEM_BEGIN = re.compile(r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,3}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_MAX = 16 * 1024
 _JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{5,2000}\.[A-Za-z0-9_\-]{2,8000}\.[A-Za-z0-9_\-]{0,4000}")
@@ -142,16 +146,18 @@ def _slack(text: str, out: list[Finding]) -> None:
             out.append(Finding("slack_token", s, e, 0.95, _short("slack_token", value, 5)))
 
 
-def _openai(text: str, out: list[Finding]) -> None:
-    for m in _OPENAI.finditer(text):
+def _sk_keys(text: str, kind: str, pattern: re.Pattern[str], marker: str | None, out: list[Finding]) -> None:
+    """`sk-` style API keys: a boundary each side and a random-looking body."""
+    for m in pattern.finditer(text):
         s, e = m.span()
         if (s and (text[s - 1].isalnum() or text[s - 1] in "_-")) or _alnum_at(text, e):
             continue
         body = m.group("body")
         if _char_classes(body.replace("-", "").replace("_", "")) < 3 or shannon_entropy(body) < 3.5:
             continue
-        strong = m.group("kind") is not None or "T3BlbkFJ" in body
-        out.append(Finding("openai_key", s, e, 0.97 if strong else 0.9, _short("openai_key", m.group(), 8)))
+        strong = m.group("kind") is not None or (marker is not None and marker in body)
+        keep = 8 if kind == "openai_key" else 11  # "sk-ant-api0…": the tag, never the secret part
+        out.append(Finding(kind, s, e, 0.97 if strong else 0.9, _short(kind, m.group(), keep)))
 
 
 def _private_keys(text: str, out: list[Finding]) -> None:
@@ -236,7 +242,9 @@ def find_secrets(text: str, kinds: Collection[str] | None = None) -> list[Findin
     if "slack_token" in wanted and ("xox" in text or "hooks.slack.com" in text):
         _slack(text, out)
     if "openai_key" in wanted and "sk-" in text:
-        _openai(text, out)
+        _sk_keys(text, "openai_key", _OPENAI, "T3BlbkFJ", out)
+    if "anthropic_key" in wanted and "sk-ant-" in text:
+        _sk_keys(text, "anthropic_key", _ANTHROPIC, None, out)
     if "private_key" in wanted and "-----BEGIN" in text:
         _private_keys(text, out)
     if "jwt" in wanted and "eyJ" in text:

@@ -147,6 +147,50 @@ def test_not_a_secret(text: str) -> None:
         assert kinds == []
 
 
+# Anthropic-style keys: their own kind, never "openai_key".
+ANTHROPIC_KEYS = [
+    "sk-ant-api03-Xy7kQ2mN9pL4vR8sT1wZ3bC6dF0gH5jK2lM8nP4qR7sT1uV9wX3yZ6aB8cD0eF2gH4iJ6kL8mN0oP2qR4sT6uV8wX0yZ2aB4cD6eF8gA-Bc1AA",
+    "sk-ant-admin01-Ab3dEf5hIj7lMn9pQr1tUv3xYz5Ab7dE_f9Hi1Kl3",
+    "sk-ant-oat01-Qw3eRt5yUi7oPa9sDf1gHj3kLz5xCv7bNm9Qw1eR",
+    "sk-ant-Ab3dEf5hIj7lMn9pQr1tUv3xYz5Ab7dE",  # no purpose tag
+]
+
+
+@pytest.mark.parametrize("key", ANTHROPIC_KEYS)
+@pytest.mark.parametrize(
+    "template", ["{k}", "ANTHROPIC_API_KEY={k}", 'client = Anthropic(api_key="{k}")', "key: {k}\n"]
+)
+def test_anthropic_key_has_its_own_kind(key: str, template: str) -> None:
+    text = template.format(k=key)
+    assert found(text) == [("anthropic_key", key)]
+    (f,) = find_secrets(text)
+    assert f.redacted.startswith("anthropic_key sk-ant-")
+    assert key[12:] not in f.redacted
+    assert f.score >= 0.9
+
+
+@pytest.mark.parametrize("key", ANTHROPIC_KEYS)
+def test_openai_kind_does_not_match_anthropic_keys(key: str) -> None:
+    assert find_secrets(f"ANTHROPIC_API_KEY={key}", ["openai_key"]) == []
+    assert find_secrets(f"ANTHROPIC_API_KEY={key}", ["anthropic_key"])[0].kind == "anthropic_key"
+
+
+def test_anthropic_and_openai_keys_side_by_side() -> None:
+    openai_key = "sk-proj-Ab3dEf5hIj7lMn9pQr1tUv3xYz5Ab7dE"
+    anthropic_key = ANTHROPIC_KEYS[1]
+    text = f"OPENAI_API_KEY={openai_key}\nANTHROPIC_API_KEY={anthropic_key}\n"
+    assert found(text) == [("openai_key", openai_key), ("anthropic_key", anthropic_key)]
+    assert "anthropic_key" in SECRET_KINDS
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["sk-ant-short", "sk-ant-api03-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "ask-ant-api03-Ab3dEf5hIj7lMn9pQr1tUv3xYz5Ab7dE"],
+)
+def test_anthropic_look_alikes(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_jwt_alg_none_needs_no_signature() -> None:
     token = b64url({"alg": "none"}) + "." + b64url({"sub": "1"}) + "."
     assert found(f"token {token} end") == [("jwt", token)]

@@ -1,0 +1,379 @@
+"""A learned prompt-attack (jailbreak / prompt-injection) classifier: a two-stage cascade.
+
+Stage 1, lexical (inline on every request, pure numpy): the text is lower-cased, its
+whitespace collapsed, long texts keep a head and a tail; every character n-gram (n from
+`ngram_min` to `ngram_max`, over Unicode code points, so Chinese, Hindi or Korean text is
+covered like English) is hashed into a fixed number of buckets; bucket counts become
+sublinear term frequencies (1 + ln tf), L2-normalised; a logistic regression gives the
+probability `p` that the text is an attack.
+
+The hash is stable across processes and machines (no salted `hash()`): for an n-gram of
+code points c_0 .. c_{n-1}, h = sum_k (c_k + 1) * M^(n-1-k) mod 2^64, then
+x = h + n * S, x ^= x >> 32, x *= F (mod 2^64) and the bucket is the top `bits` bits of x.
+All n-grams of one order are hashed at once with numpy (a rolling polynomial), so a
+typical prompt costs tens of microseconds.
+
+Stage 2, embedding (only when `low <= p < high`): a small MLP over the 384-d
+all-MiniLM-L6-v2 sentence embedding (see `text_embedder.py`) plus the lexical logit.
+Below `low` the text is confidently benign, at or above `high` confidently an attack; in
+between the head's probability is compared with `decision`.
+
+Weights are safetensors files plus `meta.json` (feature config, thresholds, corpus hash,
+cross-validated training metrics); `attack_training.py` writes them. This module needs
+numpy and safetensors only (no torch).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.models.registry import ModelUnavailable
+
+DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "attack_classifier"
+LEXICAL_FILE = "lexical.safetensors"
+HEAD_FILE = "embedding_head.safetensors"
+META_FILE = "meta.json"
+FORMAT_VERSION = 1
+EMBEDDING_DIM = 384
+
+FloatArray = npt.NDArray[np.float32]
+U32Array = npt.NDArray[np.uint32]
+U64Array = npt.NDArray[np.uint64]
+
+# Hash constants (64-bit, odd): the polynomial base, the per-order salt, the finaliser.
+_M = np.uint64(0x9E3779B97F4A7C15)
+_SALT = 0xBF58476D1CE4E5B9
+_F = np.uint64(0x94D049BB133111EB)
+_SHIFT32 = np.uint64(32)
+_MASK64 = (1 << 64) - 1
+
+
+class AttackClassifierError(ModelUnavailable):
+    """The attack classifier's weight files are missing, unreadable or inconsistent."""
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalConfig:
+    """How a text becomes hashed character n-gram features."""
+
+    bits: int = 18  # 2**bits buckets
+    ngram_min: int = 1
+    ngram_max: int = 5
+    head_chars: int = 1536  # long texts keep their first head_chars and last tail_chars characters
+    tail_chars: int = 512
+    nfkc: bool = True  # Unicode NFKC first: full-width letters and punctuation fold to ASCII
+
+    def __post_init__(self) -> None:
+        if not 8 <= self.bits <= 24:
+            raise ValueError(f"bits must be in 8..24, got {self.bits}")
+        if not 1 <= self.ngram_min <= self.ngram_max <= 8:
+            raise ValueError(f"need 1 <= ngram_min <= ngram_max <= 8, got {self.ngram_min}..{self.ngram_max}")
+        if self.head_chars < 1 or self.tail_chars < 0:
+            raise ValueError("head_chars must be >= 1 and tail_chars >= 0")
+
+    @property
+    def buckets(self) -> int:
+        return 1 << self.bits
+
+    def to_json(self) -> dict[str, int | bool]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LexicalConfig:
+        ints = ("bits", "ngram_min", "ngram_max", "head_chars", "tail_chars")
+        missing = [f for f in (*ints, "nfkc") if f not in data]
+        if missing:
+            raise ValueError(f"lexical config lacks {', '.join(missing)}")
+        if not all(isinstance(data[f], int) and not isinstance(data[f], bool) for f in ints):
+            raise ValueError(f"lexical config values {', '.join(ints)} must be integers")
+        if not isinstance(data["nfkc"], bool):
+            raise ValueError("lexical config value nfkc must be true or false")
+        return cls(
+            bits=data["bits"],
+            ngram_min=data["ngram_min"],
+            ngram_max=data["ngram_max"],
+            head_chars=data["head_chars"],
+            tail_chars=data["tail_chars"],
+            nfkc=data["nfkc"],
+        )
+
+
+def normalise_text(text: str, config: LexicalConfig) -> str:
+    """NFKC-normalised (if configured), lower-cased, whitespace collapsed to single spaces,
+    padded with one space each side; texts longer than head_chars + tail_chars keep their
+    head and tail joined by " | "."""
+    limit = config.head_chars + config.tail_chars
+    if len(text) > 2 * limit + 64:  # bound the work on huge texts before normalising
+        text = text[: limit + 32] + " " + text[len(text) - limit - 32 :]
+    if config.nfkc and not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = " ".join(text.lower().split())
+    if len(text) > limit:
+        tail = text[len(text) - config.tail_chars :] if config.tail_chars else ""
+        text = text[: config.head_chars] + " | " + tail
+    return " " + text + " "
+
+
+def hashed_ngrams(text: str, config: LexicalConfig) -> U32Array:
+    """Bucket ids of every character n-gram of the normalised text (with repeats)."""
+    norm = normalise_text(text, config)
+    codes = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.uint64)
+    codes += np.uint64(1)
+    parts: list[U64Array] = []
+    rolling = codes
+    for n in range(1, config.ngram_max + 1):
+        if n > 1:
+            if rolling.shape[0] < 2:
+                break
+            rolling = rolling[:-1] * _M + codes[n - 1 :]
+        if n >= config.ngram_min:
+            parts.append(rolling + np.uint64((n * _SALT) & _MASK64))
+    if not parts:
+        return np.zeros(0, dtype=np.uint32)
+    x = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+    x ^= x >> _SHIFT32
+    x *= _F
+    x >>= np.uint64(64 - config.bits)
+    return x.astype(np.uint32)
+
+
+def lexical_features(text: str, config: LexicalConfig) -> tuple[U32Array, FloatArray]:
+    """Sparse feature vector of `text`: sorted unique bucket ids and their values
+    (1 + ln count, L2-normalised)."""
+    ids = hashed_ngrams(text, config)
+    if ids.shape[0] == 0:
+        return ids, np.zeros(0, dtype=np.float32)
+    ids.sort()
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+    counts = np.diff(np.append(starts, ids.shape[0]))
+    values = (1.0 + np.log(counts)).astype(np.float32)
+    values /= np.float32(math.sqrt(float(values @ values)))
+    return ids[starts], values
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def probability_to_logit(p: float, clip: float) -> float:
+    """The logit of `p`, clipped to [-clip, clip] (p of 0 or 1 gives the clip value)."""
+    if p <= 0.0:
+        return -clip
+    if p >= 1.0:
+        return clip
+    return max(-clip, min(clip, math.log(p) - math.log1p(-p)))
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    low: float  # lexical p below it: benign, no embedding
+    high: float  # lexical p at or above it: attack, no embedding
+    decision: float  # embedding-stage probability at or above it: attack
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.low <= self.high <= 1.0 or not 0.0 <= self.decision <= 1.0:
+            raise ValueError(f"thresholds must satisfy 0 <= low <= high <= 1 and 0 <= decision <= 1, got {self}")
+
+
+@dataclass(frozen=True, slots=True)
+class AttackVerdict:
+    """The cascade's answer for one text. `is_attack` is None when the embedding stage
+    was needed but no embedding function was given."""
+
+    is_attack: bool | None
+    stage: Literal["lexical", "embedding"]
+    lexical: float  # the lexical probability
+    score: float  # the probability the decision used (lexical or embedding stage)
+
+
+@dataclass(frozen=True, slots=True)
+class HeadParams:
+    """A one-hidden-layer MLP: sigmoid(w2 . relu(w1 @ [embedding, z] + b1) + b2), where z is
+    the clipped lexical logit divided by `logit_scale`."""
+
+    w1: FloatArray  # (hidden, 385)
+    b1: FloatArray  # (hidden,)
+    w2: FloatArray  # (hidden,)
+    b2: float
+    logit_clip: float
+    logit_scale: float
+
+
+def _read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
+    if not path.is_file():
+        raise AttackClassifierError(f"attack classifier: missing weight file {path}")
+    try:
+        from safetensors.numpy import load_file
+
+        tensors: dict[str, npt.NDArray[Any]] = load_file(str(path))
+    except Exception as exc:  # safetensors raises its own error types for corrupt files
+        raise AttackClassifierError(f"attack classifier: cannot read {path}: {exc}") from exc
+    return tensors
+
+
+def _tensor(tensors: Mapping[str, npt.NDArray[Any]], name: str, shape: tuple[int, ...], path: Path) -> FloatArray:
+    if name not in tensors:
+        raise AttackClassifierError(f"attack classifier: {path.name} has no tensor {name!r}")
+    arr = tensors[name]
+    if arr.dtype not in (np.float16, np.float32):
+        raise AttackClassifierError(f"attack classifier: {path.name}:{name} has dtype {arr.dtype}, want float16/32")
+    if tuple(arr.shape) != shape:
+        raise AttackClassifierError(
+            f"attack classifier: {path.name}:{name} has shape {tuple(arr.shape)}, expected {shape}"
+        )
+    out = np.ascontiguousarray(arr, dtype=np.float32)
+    if not np.isfinite(out).all():
+        raise AttackClassifierError(f"attack classifier: {path.name}:{name} holds non-finite values")
+    return out
+
+
+def _meta_float(section: Mapping[str, Any], key: str, where: str) -> float:
+    value = section.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AttackClassifierError(f"attack classifier: meta.json {where}.{key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _meta_section(meta: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    section = meta.get(key)
+    if not isinstance(section, dict):
+        raise AttackClassifierError(f"attack classifier: meta.json lacks the {key!r} object")
+    return section
+
+
+class AttackClassifier:
+    """The loaded cascade: `lexical_score`, `needs_embedding`, `embedding_score`, `classify`."""
+
+    def __init__(
+        self,
+        config: LexicalConfig,
+        lexical_weights: FloatArray,
+        lexical_bias: float,
+        head: HeadParams,
+        thresholds: Thresholds,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        if lexical_weights.shape != (config.buckets,):
+            raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.buckets},)")
+        self.config = config
+        self.lexical_weights = np.ascontiguousarray(lexical_weights, dtype=np.float32)
+        self.lexical_bias = float(lexical_bias)
+        self.head = head
+        self.thresholds = thresholds
+        self.meta: Mapping[str, Any] = meta or {}
+
+    # --- loading ---------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, directory: Path | None = None) -> AttackClassifier:
+        """Load from `directory` (default: the weights shipped in the package)."""
+        directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
+        meta_path = directory / META_FILE
+        if not meta_path.is_file():
+            raise AttackClassifierError(f"attack classifier: missing {meta_path}")
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise AttackClassifierError(f"attack classifier: cannot read {meta_path}: {exc}") from exc
+        if not isinstance(meta, dict):
+            raise AttackClassifierError(f"attack classifier: {meta_path} is not a JSON object")
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise AttackClassifierError(
+                f"attack classifier: {meta_path} format_version {meta.get('format_version')!r}, "
+                f"this code reads {FORMAT_VERSION}"
+            )
+        try:
+            config = LexicalConfig.from_json(_meta_section(meta, "lexical"))
+        except ValueError as exc:
+            raise AttackClassifierError(f"attack classifier: meta.json lexical: {exc}") from exc
+
+        lex_path = directory / LEXICAL_FILE
+        lex = _read_safetensors(lex_path)
+        weights = _tensor(lex, "weight", (config.buckets,), lex_path)
+        bias = _tensor(lex, "bias", (1,), lex_path)
+
+        head_meta = _meta_section(meta, "head")
+        hidden = head_meta.get("hidden")
+        if not isinstance(hidden, int) or isinstance(hidden, bool) or hidden < 1:
+            raise AttackClassifierError(
+                f"attack classifier: meta.json head.hidden must be a positive int, got {hidden!r}"
+            )
+        head_path = directory / HEAD_FILE
+        ht = _read_safetensors(head_path)
+        head = HeadParams(
+            w1=_tensor(ht, "w1", (hidden, EMBEDDING_DIM + 1), head_path),
+            b1=_tensor(ht, "b1", (hidden,), head_path),
+            w2=_tensor(ht, "w2", (hidden,), head_path),
+            b2=float(_tensor(ht, "b2", (1,), head_path)[0]),
+            logit_clip=_meta_float(head_meta, "logit_clip", "head"),
+            logit_scale=_meta_float(head_meta, "logit_scale", "head"),
+        )
+        if head.logit_clip <= 0 or head.logit_scale <= 0:
+            raise AttackClassifierError("attack classifier: meta.json head.logit_clip/logit_scale must be > 0")
+        th = _meta_section(meta, "thresholds")
+        try:
+            thresholds = Thresholds(
+                low=_meta_float(th, "low", "thresholds"),
+                high=_meta_float(th, "high", "thresholds"),
+                decision=_meta_float(th, "decision", "thresholds"),
+            )
+        except ValueError as exc:
+            raise AttackClassifierError(f"attack classifier: meta.json: {exc}") from exc
+        return cls(config, weights, float(bias[0]), head, thresholds, meta)
+
+    # --- stage 1 ---------------------------------------------------------------------------
+
+    def lexical_logit(self, text: str) -> float:
+        ids, values = lexical_features(text, self.config)
+        if ids.shape[0] == 0:
+            return self.lexical_bias
+        return self.lexical_bias + float(values @ self.lexical_weights[ids])
+
+    def lexical_score(self, text: str) -> float:
+        """Probability (0..1) that `text` is a prompt attack, from the lexical stage alone."""
+        return _sigmoid(self.lexical_logit(text))
+
+    def needs_embedding(self, lexical: float) -> bool:
+        """True when the lexical probability lies between `low` and `high`."""
+        return self.thresholds.low <= lexical < self.thresholds.high
+
+    # --- stage 2 ---------------------------------------------------------------------------
+
+    def embedding_score(self, embedding: npt.ArrayLike, lexical: float) -> float:
+        """Probability that the text is an attack, from its MiniLM embedding (384-d,
+        L2-normalised) and its lexical probability."""
+        emb = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        if emb.shape[0] != EMBEDDING_DIM:
+            raise ValueError(f"embedding must have {EMBEDDING_DIM} values, got {emb.shape[0]}")
+        h = self.head
+        z = probability_to_logit(lexical, h.logit_clip) / h.logit_scale
+        hidden = h.w1[:, :EMBEDDING_DIM] @ emb + h.w1[:, EMBEDDING_DIM] * np.float32(z) + h.b1
+        np.maximum(hidden, 0.0, out=hidden)
+        return _sigmoid(float(h.w2 @ hidden) + h.b2)
+
+    # --- the cascade -----------------------------------------------------------------------
+
+    def classify(self, text: str, embed: Callable[[str], npt.ArrayLike] | None = None) -> AttackVerdict:
+        """Run the cascade on `text`; `embed` maps a text to its MiniLM embedding and is
+        called only when the lexical stage is not confident."""
+        p = self.lexical_score(text)
+        if p < self.thresholds.low:
+            return AttackVerdict(False, "lexical", p, p)
+        if p >= self.thresholds.high:
+            return AttackVerdict(True, "lexical", p, p)
+        if embed is None:
+            return AttackVerdict(None, "embedding", p, p)
+        s = self.embedding_score(embed(text), p)
+        return AttackVerdict(s >= self.thresholds.decision, "embedding", p, s)

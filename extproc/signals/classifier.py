@@ -1,0 +1,498 @@
+"""classifier: a learned text classifier as a signal, the shipped prompt-attack cascade or any
+local Hugging Face sequence-classification checkpoint.
+
+`model: builtin:prompt-attack` is the shipped cascade (`extproc.models.attack_classifier`):
+a hashed character n-gram logistic regression (pure numpy, microseconds) and an MLP head over
+the all-MiniLM-L6-v2 sentence embedding. `stage` picks what runs:
+
+- `lexical`: the n-gram stage alone, inline on the event loop. Default threshold: the
+  model's `high` (where the lexical stage alone is confident).
+- `embedding`: MiniLM on the heavy executor, then the head. Default threshold: the model's
+  `decision`.
+- `full` (default): the cascade in one signal. A text whose lexical probability is at or
+  above `high` is an attack, below `low` benign, with no embedding; only texts in between
+  are embedded and decided by the head against `decision` (or this spec's threshold). Its
+  label's probability is that of the stage that decided.
+
+The builtin reports one checkpoint label, `attack` (rename it with `labels`).
+
+`model: /path/to/checkpoint` is any sequence classifier saved with `save_pretrained`
+(`extproc.models.hf_classifier`); its labels are `config.id2label`. `labels` maps them to
+policy labels (`{INJECTION: attack, JAILBREAK: attack, BENIGN: benign}`): several mapped to
+one policy label add up (softmax) or take the larger (multi-label sigmoid); unmapped ones are
+dropped; no mapping keeps the checkpoint's names. A mapping that names a label the checkpoint
+lacks fails the policy load. `precision: bf16` and `batch` pick the fast path (checked
+against fp32 by `hf_classifier.check_parity`).
+
+Each selected text (the newest `max_texts` segments of `roles`, each cut to `max_chars` as
+head + tail) is classified on its own; a policy label's probability is its largest over the
+texts. A label *fires* when that reaches its threshold (`thresholds[label]`, else
+`threshold`, else the default above; 0.5 for checkpoints); only fired labels are in the
+result, so `{signal: s, label: attack, min_score: 0.9}` reads naturally. The signal matches
+when a label of `match_labels` fires (default: every label but `benign`, in any case).
+
+A safety signal: unknown (model missing, timeout) fails closed by default (`on_error:
+match`). Without its model the signal is unavailable, never "no". The `full` cascade without
+MiniLM still answers texts the lexical stage is sure about and is unknown only when a text
+needs the embedding stage.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field, field_validator, model_validator
+
+from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
+from extproc.models.registry import ModelRegistry, ModelUnavailable
+from extproc.models.text_embedder import TextEmbedder, get_text_embedder
+from extproc.protocol.request import RoutingRequest
+from extproc.signals.base import (
+    COST_EMBEDDING,
+    BuildContext,
+    Evaluation,
+    ModelSignal,
+    SignalContext,
+    SignalUnavailable,
+    TextSignalSpec,
+)
+
+log = logging.getLogger(__name__)
+
+BUILTIN_PROMPT_ATTACK = "builtin:prompt-attack"
+BUILTINS: tuple[str, ...] = (BUILTIN_PROMPT_ATTACK,)
+PROMPT_ATTACK_MODEL_NAME = "prompt_attack_classifier"  # its name in the model registry
+ATTACK = "attack"  # the builtin's one checkpoint label
+BENIGN = "benign"
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
+CHECKPOINT_THRESHOLD = 0.5
+MAX_EVIDENCE = 5
+
+Stage = Literal["lexical", "embedding", "full"]
+FloatArray = npt.NDArray[np.float32]
+
+
+class ClassifierSpec(TextSignalSpec):
+    type: Literal["classifier"]
+    model: str = Field(min_length=1)  # builtin:prompt-attack, or a checkpoint directory
+    stage: Stage = "full"  # builtin only
+    labels: dict[str, str] = Field(default_factory=dict)  # checkpoint label -> policy label; {}: as named
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # None: the model's calibrated one / 0.5
+    thresholds: dict[str, float] = Field(default_factory=dict)  # per policy label
+    match_labels: list[str] | None = Field(default=None, min_length=1)  # None: all but `benign` (any case)
+    max_chars: int = Field(default=2000, ge=16)  # per text, kept as head + tail
+    max_texts: int = Field(default=8, ge=1)  # the newest segments of `roles`
+    precision: Literal["fp32", "bf16"] = "fp32"  # checkpoints only
+    batch: bool = True  # checkpoints only: several texts in one padded batch
+
+    @property
+    def builtin(self) -> bool:
+        return self.model.startswith("builtin:")
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(v for v in value.values() if not LABEL_PATTERN.match(v))
+        if bad:
+            raise ValueError(f"policy label names must match {LABEL_PATTERN.pattern}: {', '.join(map(repr, bad))}")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> ClassifierSpec:
+        for label, value in self.thresholds.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"thresholds[{label!r}] must be between 0 and 1")
+        if self.builtin:
+            if self.model not in BUILTINS:
+                raise ValueError(f"unknown builtin model {self.model!r}; builtins: {', '.join(BUILTINS)}")
+            check_label_mapping(self.labels, (ATTACK,), "labels (builtin:prompt-attack has the one label 'attack')")
+            fast = sorted({"precision", "batch"} & self.model_fields_set)
+            if fast:
+                raise ValueError(f"{', '.join(fast)} apply to checkpoint directories, not to {self.model}")
+            names: list[str] | None = self.policy_labels((ATTACK,))
+        else:
+            if "stage" in self.model_fields_set:
+                raise ValueError(f"stage applies to {BUILTIN_PROMPT_ATTACK} only")
+            names = list(dict.fromkeys(self.labels.values())) if self.labels else None
+        if names is not None:
+            check_policy_labels(self, names)
+        return self
+
+    def policy_labels(self, checkpoint: Sequence[str]) -> list[str]:
+        """The policy labels for a checkpoint's labels, in checkpoint order."""
+        if not self.labels:
+            return list(dict.fromkeys(checkpoint))
+        return list(dict.fromkeys(self.labels[c] for c in checkpoint if c in self.labels))
+
+    def matching(self, names: Sequence[str]) -> list[str]:
+        if self.match_labels is not None:
+            return list(self.match_labels)
+        return [n for n in names if n.lower() != BENIGN]
+
+
+def check_policy_labels(spec: ClassifierSpec, names: Sequence[str]) -> None:
+    """`thresholds` and `match_labels` may name only policy labels, and some label must be able to match."""
+    known = set(names)
+    for field, used in (("thresholds", list(spec.thresholds)), ("match_labels", spec.match_labels or [])):
+        unknown = sorted(set(used) - known)
+        if unknown:
+            raise ValueError(f"{field} name unknown label(s) {', '.join(map(repr, unknown))}; labels: {sorted(known)}")
+    if not spec.matching(names):
+        raise ValueError(f"no label can make this signal match (labels {sorted(known)}); set match_labels")
+
+
+# -- scoring shared by every backend ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    where: str  # "message[3]"
+    text: str
+    cut: bool  # longer than max_chars: head + tail kept
+
+
+def select_texts(request: RoutingRequest, spec: ClassifierSpec) -> list[Text]:
+    """The newest `max_texts` non-blank segments of `spec.roles`, each bounded to `max_chars`."""
+    segments = [s for s in request.iter_text(spec.roles) if s.text.strip()][-spec.max_texts :]
+    out: list[Text] = []
+    for s in segments:
+        text, cut = s.text, len(s.text) > spec.max_chars
+        if cut:
+            head = spec.max_chars * 3 // 4
+            text = text[:head] + "\n...\n" + text[len(text) - (spec.max_chars - head) :]
+        out.append(Text(f"message[{s.message_index}]", text, cut))
+    return out
+
+
+def summarize(
+    spec: ClassifierSpec,
+    names: Sequence[str],
+    probs: Sequence[Mapping[str, float]],
+    texts: Sequence[Text],
+    threshold_of: Mapping[str, float],
+    notes: Sequence[str] = (),
+    eligible: Sequence[bool] | None = None,
+) -> Evaluation:
+    """Labels fire at their thresholds on their best text; match when a `match_labels` label fires.
+
+    `eligible` (per text) limits which texts may make a label fire (the cascade: only texts the
+    head judged); the score is the best probability over every text either way."""
+    matching = set(spec.matching(names))
+    fired: dict[str, float] = {}
+    evidence: list[str] = []
+    score = 0.0
+    candidates = [i for i in range(len(texts)) if eligible is None or eligible[i]]
+    for name in names:
+        if name in matching:
+            score = max(score, max(float(row.get(name, 0.0)) for row in probs))
+        if not candidates:
+            continue
+        i_best = max(candidates, key=lambda i: probs[i].get(name, 0.0))
+        p = float(probs[i_best].get(name, 0.0))
+        if p >= threshold_of[name]:
+            fired[name] = p
+            if len(evidence) < MAX_EVIDENCE:
+                evidence.append(f"{name}={p:.3f} ({texts[i_best].where})")
+    if not fired:
+        top = sorted(((max(float(row.get(n, 0.0)) for row in probs), n) for n in names), reverse=True)[:3]
+        evidence.append("top: " + ", ".join(f"{n}={p:.3f}" for p, n in top))
+    cut = sum(t.cut for t in texts)
+    if cut:
+        evidence.append(f"{cut} text(s) over {spec.max_chars} characters: head and tail classified")
+    evidence.extend(notes)
+    matched = any(name in matching for name in fired)
+    return Evaluation(matched=matched, score=score, labels=fired, evidence=tuple(evidence))
+
+
+class ClassifierSignal(ModelSignal[Any]):
+    """The `classifier` type; `build` returns the backend's subclass."""
+
+    safety: ClassVar[bool] = True
+    cost: ClassVar[int] = COST_EMBEDDING
+    spec: ClassifierSpec
+
+    def __init__(self, spec: ClassifierSpec, model: Any = None, reason: str | None = None) -> None:
+        super().__init__(spec, model, reason)
+        self.spec = spec
+
+    @classmethod
+    def build(cls, spec: ClassifierSpec, ctx: BuildContext) -> ClassifierSignal:
+        if spec.builtin:
+            kind: type[PromptAttackSignal] = {
+                "lexical": PromptAttackLexicalSignal,
+                "embedding": PromptAttackEmbeddingSignal,
+                "full": PromptAttackCascadeSignal,
+            }[spec.stage]
+            return kind.build_builtin(spec, ctx)
+        return CheckpointClassifierSignal.build_checkpoint(spec, ctx)
+
+    def label_names(self) -> list[str] | None:
+        """The policy labels this signal can report; None while unknown (no model, no mapping)."""
+        raise NotImplementedError
+
+    def known_labels(self) -> frozenset[str] | None:
+        names = self.label_names()
+        return frozenset(names) if names is not None else None
+
+
+# -- the builtin prompt-attack cascade ---------------------------------------------------------------
+
+
+class PromptAttackModel(Protocol):
+    """What the signal needs of the shipped cascade (the one coupling point to its module)."""
+
+    @property
+    def low(self) -> float: ...
+    @property
+    def high(self) -> float: ...
+    @property
+    def decision(self) -> float: ...
+    def lexical_score(self, text: str) -> float: ...
+    def embedding_score(self, embedding: FloatArray, lexical: float) -> float: ...
+
+
+class AttackClassifierAdapter:
+    """`extproc.models.attack_classifier.AttackClassifier` seen as a `PromptAttackModel`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.low = float(inner.thresholds.low)
+        self.high = float(inner.thresholds.high)
+        self.decision = float(inner.thresholds.decision)
+
+    def lexical_score(self, text: str) -> float:
+        return float(self.inner.lexical_score(text))
+
+    def embedding_score(self, embedding: FloatArray, lexical: float) -> float:
+        return float(self.inner.embedding_score(embedding, lexical))
+
+
+def load_prompt_attack(directory: Path | None = None) -> AttackClassifierAdapter:
+    """The shipped weights (or those in `directory`); ModelUnavailable when they are not there."""
+    try:
+        from extproc.models.attack_classifier import AttackClassifier
+    except ImportError as exc:
+        raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the classifier module is not installed: {exc}") from exc
+    return AttackClassifierAdapter(AttackClassifier.load(directory))
+
+
+def get_prompt_attack(models: ModelRegistry) -> PromptAttackModel:
+    """The process's prompt-attack cascade, loaded once (tests `put` their own under the same name)."""
+    model: PromptAttackModel = models.get(
+        PROMPT_ATTACK_MODEL_NAME, load_prompt_attack, detail=f"{BUILTIN_PROMPT_ATTACK} (shipped weights)"
+    )
+    return model
+
+
+class PromptAttackSignal(ClassifierSignal):
+    """Common ground of the three builtin stages."""
+
+    needs_embedder: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        spec: ClassifierSpec,
+        model: PromptAttackModel | None = None,
+        reason: str | None = None,
+        embedder: TextEmbedder | None = None,
+        embedder_reason: str | None = None,
+    ) -> None:
+        super().__init__(spec, model, reason)
+        self.embedder = embedder
+        self.embedder_reason = embedder_reason
+        self.label = spec.labels.get(ATTACK, ATTACK)
+
+    @classmethod
+    def build_builtin(cls, spec: ClassifierSpec, ctx: BuildContext) -> PromptAttackSignal:
+        try:
+            model = get_prompt_attack(ctx.models)
+        except ModelUnavailable as exc:
+            reason = f"{BUILTIN_PROMPT_ATTACK} unavailable: {exc}"
+            log.warning("signal %s is unavailable: %s", spec.name, reason)
+            return cls(spec, None, reason)
+        embedder: TextEmbedder | None = None
+        embedder_reason: str | None = None
+        if cls.needs_embedder:
+            try:
+                ctx.executor.apply_thread_budget()
+                embedder = get_text_embedder(
+                    ctx.models, ctx.settings.embedder, torch_threads=ctx.settings.dispatch.torch_threads
+                )
+            except ModelUnavailable as exc:
+                embedder_reason = f"embedding stage unavailable (no MiniLM): {exc}"
+                log.warning("signal %s: %s", spec.name, embedder_reason)
+        return cls(spec, model, None, embedder, embedder_reason)
+
+    def label_names(self) -> list[str]:
+        return [self.label]
+
+    def attack_model(self) -> PromptAttackModel:
+        model: PromptAttackModel = self.require_model()
+        return model
+
+    def default_threshold(self, model: PromptAttackModel) -> float:
+        return model.decision
+
+    def threshold(self, model: PromptAttackModel) -> float:
+        spec = self.spec
+        if self.label in spec.thresholds:
+            return spec.thresholds[self.label]
+        return spec.threshold if spec.threshold is not None else self.default_threshold(model)
+
+    def result(
+        self,
+        texts: Sequence[Text],
+        scores: Sequence[float],
+        threshold: float,
+        notes: Sequence[str],
+        eligible: Sequence[bool] | None = None,
+    ) -> Evaluation:
+        probs = [{self.label: s} for s in scores]
+        return summarize(self.spec, [self.label], probs, texts, {self.label: threshold}, notes, eligible)
+
+    def embed_and_score(self, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
+        """MiniLM embeddings, then the head (on the heavy executor)."""
+        model = self.attack_model()
+        assert self.embedder is not None
+        vecs = self.embedder.embed(list(texts))
+        return [model.embedding_score(vecs[i], lexical[i]) for i in range(len(texts))]
+
+
+class PromptAttackLexicalSignal(PromptAttackSignal):
+    """Stage 1 alone: inline, pure numpy."""
+
+    inline: ClassVar[bool] = True
+
+    def default_threshold(self, model: PromptAttackModel) -> float:
+        return model.high
+
+    def compute(self, request: RoutingRequest) -> Evaluation:
+        model = self.attack_model()
+        texts = select_texts(request, self.spec)
+        if not texts:
+            return Evaluation(matched=False)
+        scores = [model.lexical_score(t.text) for t in texts]
+        return self.result(texts, scores, self.threshold(model), ["stage: lexical"])
+
+
+class PromptAttackEmbeddingSignal(PromptAttackSignal):
+    """Stage 2 alone: every text is embedded (MiniLM on the heavy executor) and scored by the head."""
+
+    needs_embedder: ClassVar[bool] = True
+
+    def unavailable_reason(self) -> str | None:
+        if self.model is None:
+            return self.reason
+        return self.embedder_reason if self.embedder is None else None
+
+    async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        model = self.attack_model()
+        if self.embedder is None:
+            raise SignalUnavailable(self.embedder_reason or "no text embedder")
+        texts = select_texts(request, self.spec)
+        if not texts:
+            return Evaluation(matched=False)
+        lexical = [model.lexical_score(t.text) for t in texts]
+        scores = await ctx.executor.run(self.embed_and_score, [t.text for t in texts], lexical)
+        return self.result(texts, scores, self.threshold(model), ["stage: embedding"])
+
+
+class PromptAttackCascadeSignal(PromptAttackSignal):
+    """Both stages: lexical on every text (on the event loop), MiniLM + head only where it is unsure."""
+
+    needs_embedder: ClassVar[bool] = True
+
+    async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        model = self.attack_model()
+        texts = select_texts(request, self.spec)
+        if not texts:
+            return Evaluation(matched=False)
+        decision = self.threshold(model)
+        lexical = [model.lexical_score(t.text) for t in texts]
+        sure = [i for i, p in enumerate(lexical) if p >= model.high]
+        if sure:
+            # An attack the lexical stage is sure of decides the signal; nothing else can undo it.
+            scores = [p if p >= model.high else 0.0 for p in lexical]
+            return self.result(texts, scores, model.high, [f"stage: lexical (>= {model.high:.3f})"])
+        unsure = [i for i, p in enumerate(lexical) if p >= model.low]
+        if not unsure:
+            return self.result(texts, lexical, model.low, [f"stage: lexical (all < {model.low:.3f})"])
+        if self.embedder is None:
+            raise SignalUnavailable(
+                f"{len(unsure)} text(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
+            )
+        head = await ctx.executor.run(
+            self.embed_and_score, [texts[i].text for i in unsure], [lexical[i] for i in unsure]
+        )
+        # Texts the lexical stage cleared cannot fire; the embedded ones are judged by the head.
+        scores = list(lexical)
+        for i, s in zip(unsure, head, strict=True):
+            scores[i] = s
+        eligible = [i in set(unsure) for i in range(len(texts))]
+        note = f"stage: embedding for {len(unsure)} of {len(texts)} text(s)"
+        return self.result(texts, scores, decision, [note], eligible)
+
+
+# -- any local Hugging Face checkpoint ------------------------------------------------------------
+
+
+class CheckpointClassifierSignal(ClassifierSignal):
+    """A sequence-classification checkpoint directory (on the heavy executor)."""
+
+    @classmethod
+    def build_checkpoint(cls, spec: ClassifierSpec, ctx: BuildContext) -> CheckpointClassifierSignal:
+        try:
+            ctx.executor.apply_thread_budget()
+            model = get_hf_classifier(
+                ctx.models,
+                Path(spec.model),
+                precision=spec.precision,
+                torch_threads=ctx.settings.dispatch.torch_threads,
+            )
+        except ModelUnavailable as exc:
+            reason = f"classifier {spec.model} unavailable: {exc}"
+            log.warning("signal %s is unavailable: %s", spec.name, reason)
+            return cls(spec, None, reason)
+        # A policy naming labels the checkpoint does not have is a policy error, not an outage.
+        check_label_mapping(spec.labels, model.labels)
+        check_policy_labels(spec, spec.policy_labels(model.labels))
+        return cls(spec, model)
+
+    def label_names(self) -> list[str] | None:
+        if self.model is not None:
+            return self.spec.policy_labels(self.model.labels)
+        return list(dict.fromkeys(self.spec.labels.values())) if self.spec.labels else None
+
+    def policy_probabilities(self, model: HfTextClassifier, rows: FloatArray) -> list[dict[str, float]]:
+        """Each text's policy-label probabilities from its checkpoint probabilities."""
+        columns: dict[str, list[int]] = {}
+        for i, label in enumerate(model.labels):
+            name = self.spec.labels.get(label) if self.spec.labels else label
+            if name is not None:
+                columns.setdefault(name, []).append(i)
+        out: list[dict[str, float]] = []
+        for row in rows:
+            probs: dict[str, float] = {}
+            for name, cols in columns.items():
+                values = row[cols]
+                probs[name] = float(values.max()) if model.multi_label else min(1.0, float(values.sum()))
+            out.append(probs)
+        return out
+
+    async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        model: HfTextClassifier = self.require_model()
+        texts = select_texts(request, self.spec)
+        if not texts:
+            return Evaluation(matched=False)
+        rows = await ctx.executor.run(model.predict, [t.text for t in texts], batch=self.spec.batch)
+        names = self.spec.policy_labels(model.labels)
+        threshold = self.spec.threshold if self.spec.threshold is not None else CHECKPOINT_THRESHOLD
+        thresholds = {name: self.spec.thresholds.get(name, threshold) for name in names}
+        return summarize(self.spec, names, self.policy_probabilities(model, rows), texts, thresholds)
