@@ -160,6 +160,11 @@ def main() -> int:
     parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
     parser.add_argument("--log-level", default="INFO", help="server log level (DEBUG logs every route)")
     parser.add_argument("--workers", type=int, default=1, help="ext_proc server processes (serve --workers)")
+    parser.add_argument(
+        "--baseline-policy",
+        type=Path,
+        help="also measure the one-message path with this policy (the server restarted on it, same Envoy)",
+    )
     args = parser.parse_args()
 
     options = EnvoyOptions(
@@ -216,6 +221,13 @@ def main() -> int:
         *plain, plain_cpu = asyncio.run(measure(plain_port, payloads_plain, args, pids))
         *three, three_cpu = asyncio.run(measure(three_port, payloads_three, args, pids))
         *vsr, vsr_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
+        baseline: list[LoadResult] = []
+        if args.baseline_policy is not None:
+            stack.stop_process("extproc")
+            stack.config.policy = args.baseline_policy.resolve()
+            stack.start_server()
+            pids["ext_proc"] = stack.procs["extproc"].pid
+            *baseline, baseline_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
     finally:
         stack.stop()
         tmp.cleanup()
@@ -229,6 +241,8 @@ def main() -> int:
     print(row("envoy (no ext_proc)", *plain))
     print(row("ext_proc, 3 messages", *three))
     print(row("ext_proc, 1 message", *vsr))
+    if baseline:
+        print(row("1 message, baseline pol", *baseline))
     base50 = plain[0].percentile_ms(50)
     errors = sum(r.errors for r in (*plain, *three, *vsr))
     print()
@@ -244,6 +258,12 @@ def main() -> int:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in cpu.items())
         print(f"CPU ms per request ({name}): {parts}; total {sum(cpu.values()):.3f}")
     print(f"server CPU per request, 1 message: {vsr_cpu['ext_proc']:.3f} ms (target <= 0.45); errors: {errors}")
+    if baseline:
+        print(
+            f"policy {args.policy.name} vs baseline {args.baseline_policy}: throughput "
+            f"{vsr[1].rps / baseline[1].rps if baseline[1].rps else 0:.0%} of the baseline's; server CPU "
+            f"{vsr_cpu['ext_proc']:.3f} vs {baseline_cpu['ext_proc']:.3f} ms per request"
+        )
     load1 = os.getloadavg()[0]
     print(f"load average (1 min) at the end: {load1:.2f} on {os.cpu_count()} cores (others' work skews req/s)")
     bad = {k: v for r in (*plain, *three, *vsr) for k, v in r.statuses.items() if k != 200}

@@ -149,17 +149,19 @@ def distinct_images(body: dict[str, Any]) -> Callable[[int], bytes]:
     return build
 
 
-def _passport_png() -> bytes:
+def _passport_jpeg() -> bytes:
+    """A passport data page as a phone would send it (JPEG, ~100 KB)."""
     sys.path.insert(0, str(REPO / "tests" / "ocr"))
     from ocr_scenes import passport_page
 
     out = io.BytesIO()
-    passport_page().save(out, "PNG", compress_level=1)
+    passport_page().save(out, "JPEG", quality=85)
     return out.getvalue()
 
 
-def _with_image(text: str, png: bytes) -> dict[str, Any]:
-    uri = "data:image/png;base64," + base64.b64encode(png).decode()
+def _with_image(text: str, image: bytes) -> dict[str, Any]:
+    mime = "image/jpeg" if image.startswith(b"\xff\xd8") else "image/png"
+    uri = f"data:{mime};base64," + base64.b64encode(image).decode()
     return {
         "model": "auto",
         "messages": [
@@ -187,7 +189,7 @@ def workload(host: str, port: int) -> list[Payload]:
         ("xray", "/v1/chat/completions", load("xray_image.json"), 200, True),
         ("car_medical", "/v1/chat/completions", load("car_medical_question.json"), 200, True),
         ("noise_1mib_png", "/v1/chat/completions", _with_image("What is in this image?", _png(600, True)), 200, True),
-        ("passport_image", "/v1/chat/completions", _with_image("Summarize this", _passport_png()), 200, True),
+        ("passport_image", "/v1/chat/completions", _with_image("Summarize this", _passport_jpeg()), 200, True),
     ]
     payloads = []
     for name, path, body, expected, image in items:

@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.probe_cmd",
     "extproc.cli.models_cmd",  # issue 4
     "extproc.cli.replay_cmd",  # issue 6
+    "extproc.cli.train_classifier_cmd",
     "extproc.cli.eval_cmd",  # issue 11
 )
 

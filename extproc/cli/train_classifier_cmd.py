@@ -1,0 +1,36 @@
+"""`extproc train-classifier --data DIR [--out DIR] [--eval-only]`: train the shipped prompt-attack
+classifier on DIR/train.jsonl (thresholds by cross-validation on it), write the weights, and
+print its metrics on DIR/test.jsonl. Deterministic: the same corpus gives the same files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "train-classifier", help="train / evaluate the prompt-attack classifier", description=__doc__
+    )
+    parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
+    parser.add_argument("--out", type=Path, help="weights folder (default: the packaged one)")
+    parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
+    parser.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from extproc.models.attack_training import main
+
+    if not (args.data / ("test.jsonl" if args.eval_only else "train.jsonl")).is_file():
+        wanted = "test.jsonl" if args.eval_only else "train.jsonl"
+        print(f"extproc train-classifier: no {wanted} in {args.data}", file=sys.stderr)
+        return 2
+    argv = ["--data", str(args.data), "--threads", str(args.threads)]
+    if args.out is not None:
+        argv += ["--out", str(args.out)]
+    argv += ["--eval-only"] if args.eval_only else []
+    argv += ["--json"] if args.json else []
+    return main(argv)
