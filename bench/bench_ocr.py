@@ -1,8 +1,20 @@
-"""OCR latency per image: cold (first read of an image) and cached (same bytes again).
+"""OCR cost and accuracy over the project's OCR corpus: today's settings against the new defaults, one run.
 
-Renders the OCR test scenes with Pillow (no stored images), loads rapidocr once through
-the same loader the signals use, then reads each scene with a fresh cache (cold) and again
-(cached). Run: .venv/bin/python bench/bench_ocr.py [--repeat N]
+The corpus: the OCR test scenes (tests/ocr/ocr_scenes.py, rendered with Pillow: a passport
+page with a TD3 MRZ, a degraded and a tampered copy, a code screenshot leaking an AWS key,
+a scanned form, an injection banner, two text-free photos) and the 24 images of
+tests/corpus/images (real photos and scans in every mode and size the router accepts).
+
+Two engines are loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's
+rapidocr settings) and "new" (`OcrTuning()`, the defaults). Each repeat reads every image
+cold (a fresh result cache, a new DecodedImage, so decoding is timed too) with both
+engines back to back, alternating which goes first, so both see the same machine load.
+Printed: per-image cold p50 ms, the totals and their ratio (the target: new <= 1/3 of
+baseline), and an accuracy table: characters read, character error rate where the scene's
+text is known, MRZ valid, secrets found, code likeness, and the labels the image_text and
+document signals give, which must be the same for both engines.
+
+Run: .venv/bin/python bench/bench_ocr.py [--repeat N] [--threads T] [--try k=v,k=v ...]
 """
 
 from __future__ import annotations
@@ -11,11 +23,19 @@ import argparse
 import statistics
 import sys
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "ocr"))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "ocr"))
 
-from ocr_scenes import (
+from ocr_scenes import (  # noqa: E402
+    AWS_KEY,
+    CODE_LINES,
+    FORM_LINES,
+    INJECTION_TEXT,
+    PASSPORT_FIELDS,
     as_image,
     car_photo,
     code_screenshot,
@@ -26,56 +46,252 @@ from ocr_scenes import (
     passport_page,
     png_bytes,
     scanned_form,
+    tampered_mrz,
+    valid_mrz,
 )
 
-from extproc.models.ocr import OcrService, load_ocr_service
-from extproc.settings import Settings
+from extproc.detectors.code import code_likeness  # noqa: E402
+from extproc.detectors.mrz import find_mrz  # noqa: E402
+from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine  # noqa: E402
+from extproc.settings import Settings  # noqa: E402
+from extproc.signals.document import DocumentSpec, classify  # noqa: E402
+from extproc.signals.image_text import ImageTextSignal, ImageTextSpec  # noqa: E402
+
+CORPUS_DIR = ROOT / "tests" / "corpus" / "images"
+
+_PASSPORT_LABELS = [
+    "UTOPIA", "PASSPORT / PASSEPORT", "Type / Type", "Code / Code", "Passport No. / No du passeport",
+    "Surname / Nom", "Given names / Prenoms", "Nationality / Nationalite", "Date of birth / Date de naissance",
+    "Sex / Sexe", "Date of issue / Date de delivrance", "Date of expiry / Date d'expiration",
+    PASSPORT_FIELDS["number"], PASSPORT_FIELDS["surname"], PASSPORT_FIELDS["given"], "UTOPIAN",
+    "17 MAR 1985", "23 JUN 2021", "22 JUN 2031",
+]  # fmt: skip
+
+
+def corpus() -> tuple[dict[str, bytes], dict[str, list[str]]]:
+    """The images by name, and the text each rendered scene is known to hold (ground truth)."""
+    passport = passport_page()
+    images = {
+        "passport": png_bytes(passport),
+        "passport_degraded": degrade(passport),
+        "passport_tampered": png_bytes(passport_page(tampered_mrz())),
+        "code": png_bytes(code_screenshot()),
+        "form": scanned_form(),
+        "injection": png_bytes(injection_banner()),
+        "landscape": png_bytes(landscape_photo()),
+        "car": jpeg_bytes(car_photo()),
+    }
+    truth = {
+        "passport": [*valid_mrz(), *_PASSPORT_LABELS],
+        "passport_degraded": [*valid_mrz(), *_PASSPORT_LABELS],
+        "passport_tampered": [*tampered_mrz(), *_PASSPORT_LABELS],
+        "code": ["upload.py", *(line.strip() for line, _ in CODE_LINES if line.strip())],
+        "form": list(FORM_LINES),
+        "injection": list(INJECTION_TEXT),
+        "landscape": [],
+        "car": [],
+    }
+    for path in sorted(CORPUS_DIR.iterdir()):
+        images[path.name] = path.read_bytes()
+    return images, truth
+
+
+# ----------------------------------------------------------------------------- accuracy
+
+
+def _substring_distance(needle: str, hay: str) -> int:
+    """Edit distance from `needle` to the best-matching substring of `hay` (semi-global alignment)."""
+    if not needle:
+        return 0
+    prev = [0] * (len(hay) + 1)  # a match may start anywhere in hay
+    for i, c in enumerate(needle, 1):
+        cur = [i] + [0] * len(hay)
+        for j, h in enumerate(hay, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (c != h))
+        prev = cur
+    return min(prev)
+
+
+def cer(truth: list[str], text: str) -> float | None:
+    """Character error rate of the known strings against the OCR text, spaces ignored."""
+    wanted = [t.replace(" ", "") for t in truth if t.strip()]
+    if not wanted:
+        return None
+    hay = text.replace(" ", "")
+    return sum(_substring_distance(t, hay) for t in wanted) / sum(len(t) for t in wanted)
+
+
+@dataclass
+class Outcome:
+    chars: int = 0
+    cer: float | None = None
+    mrz: str = "-"
+    secrets: str = "-"
+    code: float = 0.0
+    text_labels: frozenset[str] = frozenset()
+    doc_labels: frozenset[str] = frozenset()
+    text: str = ""
+
+    @property
+    def routing(self) -> tuple[frozenset[str], frozenset[str]]:
+        return self.text_labels, self.doc_labels
+
+
+def outcome(result: OcrResult, truth: list[str], image_text: ImageTextSignal, doc_min: float) -> Outcome:
+    labels, _ = image_text.scan(result.text, result.layout_text())
+    doc = classify(result)
+    mrz = find_mrz(result.text)
+    secrets = sorted(k.split(":", 1)[1] for k in labels if k.startswith("secrets:"))
+    return Outcome(
+        chars=result.char_count,
+        cer=cer(truth, result.text),
+        mrz="valid" if any(m.valid for m in mrz) else ("invalid" if mrz else "-"),
+        secrets=",".join(secrets) or "-",
+        code=code_likeness(result.layout_text()),
+        text_labels=frozenset(labels),
+        doc_labels=frozenset(k for k, v in doc.items() if v >= doc_min),
+        text=result.text,
+    )
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+@dataclass
+class Run:
+    name: str
+    engine: RapidOcrEngine
+    times: dict[str, list[float]] = field(default_factory=dict)
+    cpu_s: float = 0.0  # process CPU time of all reads (every thread: ORT's spinning workers count too)
+    results: dict[str, OcrResult] = field(default_factory=dict)
+
+
+def read_cold(run: Run, name: str, data: bytes, max_side: int) -> None:
+    service = OcrService(run.engine, max_side=max_side, budget_ms=600_000)  # an empty result cache
+    image = as_image(data)  # a new request's image: pixels not yet decoded
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    result = service.read_sync(image)
+    run.times.setdefault(name, []).append((time.perf_counter() - t0) * 1000)
+    run.cpu_s += time.process_time() - c0
+    run.results.setdefault(name, result)
+
+
+def parse_tuning(text: str) -> OcrTuning:
+    """`k=v,k=v` over OcrTuning's fields, on top of the defaults (or of legacy with `base=legacy`)."""
+    kinds = {f.name: f.type for f in fields(OcrTuning)}
+    values: dict[str, Any] = {}
+    base = OcrTuning()
+    for item in filter(None, text.split(",")):
+        key, _, raw = item.partition("=")
+        if key == "base":
+            base = OcrTuning.legacy() if raw == "legacy" else OcrTuning()
+            continue
+        if key not in kinds:
+            raise SystemExit(f"unknown tuning field {key!r}; known: {', '.join(kinds)}")
+        kind = str(kinds[key])
+        if kind == "int":
+            values[key] = int(raw)
+        elif kind == "bool":
+            values[key] = raw.lower() in ("1", "true", "yes")
+        elif "float" in kind:
+            values[key] = None if raw.lower() == "none" else float(raw)
+        else:
+            values[key] = raw
+    merged = {f.name: getattr(base, f.name) for f in fields(OcrTuning)} | values
+    return OcrTuning(**merged)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=3, help="cold reads per scene (fresh cache each)")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="cold reads per image and engine")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--try", dest="tries", action="append", default=[], metavar="K=V,...",
+                        help="also time this OcrTuning variant (fields over the defaults)")  # fmt: skip
+    parser.add_argument("--texts", action="store_true", help="print each engine's text where the outcomes differ")
     args = parser.parse_args()
 
-    settings = Settings.load(None, environ={"VSR_OCR__BUDGET_MS": "60000"})
-    start = time.perf_counter()
-    service = load_ocr_service(settings.ocr, default_threads=args.threads)
-    load_s = time.perf_counter() - start
-    engine = service.engine
-    passport = passport_page()
-    scenes = {
-        "passport (1100x720 PNG)": png_bytes(passport),
-        "passport degraded (JPEG, rotated)": degrade(passport),
-        "code screenshot (1180x560)": png_bytes(code_screenshot()),
-        "scanned form (JPEG)": scanned_form(),
-        "injection banner": png_bytes(injection_banner()),
-        "photo, no text": png_bytes(landscape_photo()),
-        "photo of a car (JPEG)": jpeg_bytes(car_photo()),
-    }
-    print(f"rapidocr load + warm-up: {load_s * 1000:.0f} ms (threads={args.threads})")
-    print(f"{'scene':38} {'cold p50 ms':>12} {'cold min':>9} {'cached us':>10} {'lines':>6}")
-    colds: list[float] = []
-    for name, data in scenes.items():
-        times = []
-        lines = 0
-        for _ in range(args.repeat):
-            fresh = OcrService(engine, max_side=service.max_side, budget_ms=60000)
-            image = as_image(data)  # a new request's image: pixels not yet decoded
-            t0 = time.perf_counter()
-            result = fresh.read_sync(image)
-            times.append((time.perf_counter() - t0) * 1000)
-            lines = len(result.lines)
-        cached_us = []
-        for _ in range(200):
-            image = as_image(data)
-            t0 = time.perf_counter()
-            fresh.read_sync(image)
-            cached_us.append((time.perf_counter() - t0) * 1e6)
-        cold = statistics.median(times)
-        colds.append(cold)
-        print(f"{name:38} {cold:12.0f} {min(times):9.0f} {statistics.median(cached_us):10.1f} {lines:6}")
-    print(f"all scenes: cold p50 {statistics.median(colds):.0f} ms/image; cached reads are a dict lookup by sha256")
+    settings = Settings.load(None)
+    max_side = settings.ocr.max_side
+    min_score = settings.ocr.min_text_score
+    tunings = {"baseline": OcrTuning.legacy(), "new": OcrTuning()}
+    for i, text in enumerate(args.tries, 1):
+        tunings[f"try{i}"] = parse_tuning(text)
+    runs = []
+    for name, tuning in tunings.items():
+        t0 = time.perf_counter()
+        engine = RapidOcrEngine(threads=args.threads, min_score=min_score, tuning=tuning)
+        engine.warm_up()
+        load_ms = (time.perf_counter() - t0) * 1000
+        print(f"{name:9} {engine.name:28} load+warm-up {load_ms:5.0f} ms: {tuning.describe()}")
+        runs.append(Run(name, engine))
+
+    images, truth = corpus()
+    print(f"corpus: {len(images)} images; threads={args.threads}; repeat={args.repeat}; max_side={max_side}")
+    for rep in range(args.repeat):
+        order = runs if rep % 2 == 0 else runs[::-1]
+        for name, data in images.items():
+            for run in order:
+                read_cold(run, name, data, max_side)
+
+    # --------------------------------------------------------------- latency
+    base = runs[0]
+    cols = "".join(f" {r.name + ' ms':>11}" for r in runs) + "".join(f" {r.name + '/base':>11}" for r in runs[1:])
+    print(f"\ncold OCR per image (p50 of {args.repeat}; ms)")
+    print(f"{'image':32}{cols}")
+    totals = {r.name: 0.0 for r in runs}
+    firsts = {r.name: 0.0 for r in runs}
+    for name in images:
+        p50 = {r.name: statistics.median(r.times[name]) for r in runs}
+        for r in runs:
+            totals[r.name] += p50[r.name]
+            firsts[r.name] += r.times[name][0]
+        ratios = "".join(f" {p50[r.name] / p50[base.name]:11.2f}" for r in runs[1:])
+        print(f"{name:32}" + "".join(f" {p50[r.name]:11.0f}" for r in runs) + ratios)
+    n = len(images)
+    print(f"{'TOTAL (sum of p50)':32}" + "".join(f" {totals[r.name]:11.0f}" for r in runs)
+          + "".join(f" {totals[r.name] / totals[base.name]:11.2f}" for r in runs[1:]))  # fmt: skip
+    print(f"{'mean per image':32}" + "".join(f" {totals[r.name] / n:11.0f}" for r in runs))
+    print(f"{'TOTAL first reads only':32}" + "".join(f" {firsts[r.name]:11.0f}" for r in runs)
+          + "".join(f" {firsts[r.name] / firsts[base.name]:11.2f}" for r in runs[1:]))  # fmt: skip
+    print(f"{'CPU s, all reads':32}" + "".join(f" {r.cpu_s:11.1f}" for r in runs)
+          + "".join(f" {r.cpu_s / base.cpu_s:11.2f}" for r in runs[1:]))  # fmt: skip
+    for r in runs:
+        s = r.engine.stats
+        print(f"  {r.name}: {s.images} images, {s.det_empty} with no text box (recognition skipped), "
+              f"{s.rec_calls} recognition calls, {s.lines_read} lines read")  # fmt: skip
+
+    # --------------------------------------------------------------- accuracy
+    image_text = ImageTextSignal(ImageTextSpec(name="image_text", type="image_text"), None, "bench")
+    doc_min = DocumentSpec(name="document", type="document").min_score
+    outcomes = {r.name: {k: outcome(r.results[k], truth.get(k, []), image_text, doc_min) for k in images} for r in runs}
+    print("\naccuracy (first read of each engine): chars read, CER vs known text, MRZ, secrets, code likeness;")
+    print("labels = image_text labels | document labels (>= min_score); 'same' = both label sets equal to baseline's")
+    for r in runs[1:]:
+        print(f"\n{'image':28} {'chars b/' + r.name[:3]:>12} {'CER b/' + r.name[:3]:>13} {'MRZ':>13} {'secrets':>16}"
+              f" {'code b/' + r.name[:3]:>11}  same  labels (baseline)")  # fmt: skip
+        changed = 0
+        for name in images:
+            b, o = outcomes[base.name][name], outcomes[r.name][name]
+            same = b.routing == o.routing
+            changed += not same
+            cer_text = "-" if b.cer is None or o.cer is None else f"{b.cer:.3f}/{o.cer:.3f}"
+            mrz = "-" if b.mrz == o.mrz == "-" else f"{b.mrz}/{o.mrz}"
+            secrets = "-" if b.secrets == o.secrets == "-" else f"{b.secrets}/{o.secrets}"
+            labels = ",".join(sorted(b.text_labels)) + " | " + ",".join(sorted(b.doc_labels))
+            print(f"{name:28} {f'{b.chars}/{o.chars}':>12} {cer_text:>13} {mrz:>13} {secrets:>16}"
+                  f" {f'{b.code:.2f}/{o.code:.2f}':>11}  {'yes' if same else 'NO':4}  {labels}")  # fmt: skip
+            if not same:
+                print(f"{'':28} {r.name}: " + ",".join(sorted(o.text_labels)) + " | " + ",".join(sorted(o.doc_labels)))
+            if args.texts and (not same or b.text != o.text):
+                print(f"    baseline: {b.text!r}\n    {r.name}: {o.text!r}")
+        known = [k for k in images if outcomes[base.name][k].cer is not None]
+        mean_b = statistics.mean(outcomes[base.name][k].cer or 0.0 for k in known)
+        mean_o = statistics.mean(outcomes[r.name][k].cer or 0.0 for k in known)
+        key_found = all(AWS_KEY in outcomes[x][k].text.replace(" ", "") for x in (base.name, r.name) for k in ["code"])
+        print(f"{r.name}: routing labels changed on {changed} of {len(images)} images; mean CER over the "
+              f"{len(known)} scenes with known text {mean_b:.3f} (baseline) vs {mean_o:.3f}; "
+              f"AWS key read verbatim by both: {key_found}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -163,6 +163,10 @@ class OcrSettings(_Section):
     cache_size: int = Field(default=256, ge=0)  # results kept by image sha256
     threads: int | None = Field(default=None, ge=1)  # None: dispatch.torch_threads
     min_text_score: float = Field(default=0.5, ge=0, le=1)
+    # fast: the tuned pipeline (models/ocr.py OcrTuning); legacy: the first wave's rapidocr settings
+    preset: Literal["fast", "legacy"] = "fast"
+    # auto: OpenVINO when installed (`pip install 'extproc[openvino]'`; bf16 on CPUs that have it), else onnxruntime
+    runtime: Literal["auto", "onnxruntime", "openvino"] = "auto"
 
 
 class EmbedderSettings(_Section):
@@ -196,6 +200,9 @@ class ObservabilitySettings(_Section):
     metrics: bool = True  # Prometheus metrics on the admin port's /metrics
     admin: bool = True  # the admin HTTP server (server.admin_host:admin_port): metrics, health, explain, policy
     decision_log: DecisionLogSettings = Field(default_factory=DecisionLogSettings)
+    # The decision console (admin port, GET /console): how many recent decisions it keeps in memory
+    # (content-free: names, statuses, latencies; never request text or images). 0: no ring.
+    console_ring: int = Field(default=500, ge=0, le=100_000)
 
 
 class TracingSettings(_Section):

@@ -1,0 +1,218 @@
+"""The fast OCR defaults against the first wave's settings: same routing-relevant results, skipped work, validation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from ocr_scenes import AWS_KEY, as_image, font
+from PIL import Image, ImageDraw
+
+from extproc.detectors.mrz import find_mrz
+from extproc.models.ocr import (
+    OcrResult,
+    OcrService,
+    OcrTuning,
+    RapidOcrEngine,
+    openvino_available,
+    tuning_from_settings,
+)
+from extproc.settings import Settings, SettingsError
+from extproc.signals.document import DocumentSpec, classify
+from extproc.signals.image_text import ImageTextSignal, ImageTextSpec
+
+SCENES = ["passport", "passport_degraded", "passport_tampered", "code", "form", "injection", "landscape", "car"]
+
+# What the existing scene tests expect, for both settings (so "both equally wrong" cannot pass).
+EXPECTED: dict[str, dict[str, object]] = {
+    "passport": {"mrz": "valid", "document": {"identity_document"}},
+    "passport_degraded": {"mrz": "valid", "document": {"identity_document"}},
+    "passport_tampered": {"mrz": "invalid", "document": {"identity_document"}},
+    "code": {"secrets": {"aws_access_key"}, "code": True, "document": {"code"}},
+    "form": {"document": {"form"}},
+    "injection": {"jailbreak": True, "document": set()},
+    "landscape": {"document": {"photo"}},
+    "car": {"document": {"photo"}},
+}
+
+
+@pytest.fixture(scope="module")
+def fast_engine(ocr_service: OcrService) -> RapidOcrEngine:
+    """The session's service engine: built by load_ocr_service from settings, so it has the defaults."""
+    engine = ocr_service.engine
+    assert isinstance(engine, RapidOcrEngine)
+    assert engine.tuning == OcrTuning()
+    return engine
+
+
+@pytest.fixture(scope="module")
+def legacy_engine() -> RapidOcrEngine:
+    engine = RapidOcrEngine(threads=2, tuning=OcrTuning.legacy())
+    engine.warm_up()
+    return engine
+
+
+@pytest.fixture(scope="module")
+def legacy_service(legacy_engine: RapidOcrEngine) -> OcrService:
+    return OcrService(legacy_engine, budget_ms=60000)
+
+
+def routing_view(result: OcrResult) -> dict[str, object]:
+    """The parts of one image's OCR that routing reads: MRZ validity, secret kinds, the signals' labels."""
+    image_text = ImageTextSignal(ImageTextSpec(name="image_text", type="image_text"), None, "test")
+    labels, _ = image_text.scan(result.text, result.layout_text())
+    scores = classify(result)
+    doc_min = DocumentSpec(name="document", type="document").min_score
+    mrz = find_mrz(result.text)
+    return {
+        "mrz": "valid" if any(m.valid for m in mrz) else ("invalid" if mrz else None),
+        "secrets": {k.split(":", 1)[1] for k in labels if k.startswith("secrets:")},
+        "code": "code" in labels,
+        "jailbreak": "jailbreak" in labels,
+        "image_text_labels": set(labels),
+        "document_labels": {k for k, v in scores.items() if v >= doc_min},
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scene", SCENES)
+def test_fast_defaults_route_like_the_first_wave(
+    scene: str, ocr_service: OcrService, legacy_service: OcrService, scene_bytes: dict[str, bytes]
+) -> None:
+    new = routing_view(ocr_service.read_sync(as_image(scene_bytes[scene])))
+    old = routing_view(legacy_service.read_sync(as_image(scene_bytes[scene])))
+    assert new == old
+    expected = EXPECTED[scene]
+    assert new["mrz"] == expected.get("mrz")
+    assert new["secrets"] == expected.get("secrets", set())
+    assert new["code"] == expected.get("code", False)
+    assert new["jailbreak"] == expected.get("jailbreak", False)
+    assert new["document_labels"] == expected["document"]
+
+
+@pytest.mark.slow
+def test_fast_defaults_read_the_key_and_indentation(ocr_service: OcrService, scene_bytes: dict[str, bytes]) -> None:
+    code = ocr_service.read_sync(as_image(scene_bytes["code"]))
+    assert AWS_KEY in code.text.replace(" ", "")
+    assert any(line.startswith("    ") for line in code.layout_text().splitlines())
+
+
+def _blank(size: tuple[int, int] = (640, 480)) -> Image.Image:
+    return Image.new("RGB", size, (250, 250, 246))
+
+
+def _words(text: str = "SKIP NOTHING 42") -> Image.Image:
+    img = Image.new("RGB", (640, 160), "white")
+    ImageDraw.Draw(img).text((30, 50), text, font=font(44, bold=True), fill="black")
+    return img
+
+
+@pytest.mark.parametrize("which", ["fast", "legacy"])
+def test_recognition_is_skipped_when_detection_finds_nothing(
+    which: str, fast_engine: RapidOcrEngine, legacy_engine: RapidOcrEngine
+) -> None:
+    engine = fast_engine if which == "fast" else legacy_engine
+    before = (engine.stats.images, engine.stats.det_empty, engine.stats.rec_calls, engine.stats.lines_read)
+    boxes, truncated = engine.recognize(_blank())
+    assert boxes == [] and not truncated
+    after = (engine.stats.images, engine.stats.det_empty, engine.stats.rec_calls, engine.stats.lines_read)
+    assert after == (before[0] + 1, before[1] + 1, before[2], before[3])  # detected, found nothing, no recognition
+
+    boxes, _ = engine.recognize(_words())
+    assert "NOTHING" in " ".join(b.text for b in boxes).upper()
+    assert engine.stats.det_empty == before[1] + 1
+    assert engine.stats.rec_calls > before[2] and engine.stats.lines_read > before[3]
+
+
+@pytest.mark.parametrize(("size", "mono"), [(9, False), (9, True), (12, False)])
+def test_small_text_in_a_small_image_is_still_read(size: int, mono: bool, fast_engine: RapidOcrEngine) -> None:
+    """The first wave scaled a small image's short side up to 736; the defaults scale by at most 1.25x."""
+    img = Image.new("RGB", (size * 16, size * 4), "white")
+    ImageDraw.Draw(img).text((4, size), f"{AWS_KEY} key", font=font(size, mono=mono), fill="black")
+    boxes, _ = fast_engine.recognize(img)
+    assert AWS_KEY in "".join(b.text for b in boxes).replace(" ", "")
+
+
+def test_an_expired_deadline_reads_no_line_and_says_so(fast_engine: RapidOcrEngine) -> None:
+    skipped = fast_engine.stats.lines_skipped
+    boxes, truncated = fast_engine.recognize(_words(), deadline=time.monotonic() - 1)
+    assert boxes == [] and truncated
+    assert fast_engine.stats.lines_skipped > skipped
+
+
+def test_the_runtime_follows_what_is_installed(fast_engine: RapidOcrEngine) -> None:
+    assert fast_engine.runtime == ("openvino" if openvino_available() else "onnxruntime")
+    assert fast_engine.name == f"rapidocr-fast/{fast_engine.runtime}"
+
+
+def test_onnxruntime_fast_pipeline_reads_like_the_default(fast_engine: RapidOcrEngine) -> None:
+    ort = RapidOcrEngine(threads=1, tuning=OcrTuning(runtime="onnxruntime", rec_warm_width=0))
+    ort.warm_up()
+    assert ort.runtime == "onnxruntime"
+    text = " ".join(b.text for b in ort.recognize(_words("ROUTE 66 NORTH"))[0])
+    assert text.replace(" ", "") == "ROUTE66NORTH"
+
+
+def test_legacy_tuning_is_the_first_wave() -> None:
+    legacy = OcrTuning.legacy()
+    assert (legacy.pipeline, legacy.runtime, legacy.det_limit_type, legacy.det_limit_side_len) == (
+        "rapidocr", "onnxruntime", "min", 736,
+    )  # fmt: skip
+    assert (legacy.rec_batch, legacy.mem_arena, legacy.det_max_upscale) == (6, False, None)
+    assert OcrTuning() != legacy
+    assert "rapidocr pipeline" in legacy.describe() and "fast pipeline" in OcrTuning().describe()
+
+
+def test_settings_choose_the_tuning() -> None:
+    ocr = Settings.load(None, environ={}).ocr
+    assert tuning_from_settings(ocr) == OcrTuning()
+    assert tuning_from_settings(ocr.model_copy(update={"preset": "legacy"})) == OcrTuning.legacy()
+    assert tuning_from_settings(ocr.model_copy(update={"runtime": "onnxruntime"})).runtime == "onnxruntime"
+    # Unknown values are refused by the settings themselves, with the field and its variable named.
+    with pytest.raises(SettingsError, match=r"ocr\.preset \(VSR_OCR__PRESET\)"):
+        Settings.load(None, environ={"VSR_OCR__PRESET": "turbo"})
+    with pytest.raises(SettingsError, match=r"ocr\.runtime \(VSR_OCR__RUNTIME\)"):
+        Settings.load(None, environ={"VSR_OCR__RUNTIME": "tensorrt"})
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("pipeline", "paddle", "pipeline must be 'fast' or 'rapidocr'"),
+        ("runtime", "tensorrt", "runtime must be 'auto', 'onnxruntime' or 'openvino'"),
+        ("det_limit_type", "mid", "det_limit_type must be 'min' or 'max'"),
+        ("det_limit_side_len", 16, "det_limit_side_len must be an integer in [32, 4096]"),
+        ("det_limit_side_len", 736.0, "det_limit_side_len must be an integer"),
+        ("det_max_upscale", 0.5, "det_max_upscale must be None or a number in [1, 8]"),
+        ("det_max_upscale", True, "det_max_upscale must be None or a number"),
+        ("rec_batch", 0, "rec_batch must be an integer in [1, 64]"),
+        ("rec_batch", True, "rec_batch must be an integer"),
+        ("rec_min_width", 20, "rec_min_width must be an integer in [48, 2048]"),
+        ("rec_width_step", 0, "rec_width_step must be an integer in [1, 256]"),
+        ("rec_warm_width", -1, "rec_warm_width must be an integer in [0, 4096]"),
+        ("mem_arena", "yes", "mem_arena must be a bool"),
+        ("ov_precision", "int8", "ov_precision must be 'auto', 'f32' or 'bf16'"),
+    ],
+)
+def test_bad_tuning_values_are_refused_clearly(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match="invalid OCR tuning: .*" + message.replace("[", r"\[").replace("]", r"\]")):
+        OcrTuning(**{field: value})  # type: ignore[arg-type]
+
+
+def test_contradictory_tuning_is_refused() -> None:
+    with pytest.raises(ValueError, match="runtime 'openvino' needs pipeline 'fast'"):
+        OcrTuning(pipeline="rapidocr", runtime="openvino", det_max_upscale=None)
+    with pytest.raises(ValueError, match="det_max_upscale needs pipeline 'fast'"):
+        OcrTuning(pipeline="rapidocr", runtime="onnxruntime")
+    with pytest.raises(ValueError) as info:
+        OcrTuning(rec_batch=0, rec_min_width=1)
+    assert "rec_batch" in str(info.value) and "rec_min_width" in str(info.value)  # every problem at once
+
+
+def test_bad_engine_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="min_score must be within"):
+        RapidOcrEngine(min_score=1.5)
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        RapidOcrEngine(threads=0)
+    with pytest.raises(ValueError, match="rec_batch must be"):
+        RapidOcrEngine(rec_batch=0)
