@@ -1,6 +1,6 @@
 """OCR cost and accuracy over the project's OCR corpus: today's settings against the new defaults, one run.
 
-The corpus: the OCR test scenes (tests/ocr/ocr_scenes.py, rendered with Pillow: a passport
+The corpus: the OCR test scenes (extproc/testing/ocr_scenes.py, rendered with Pillow: a passport
 page with a TD3 MRZ, a degraded and a tampered copy, a code screenshot leaking an AWS key,
 a scanned form, an injection banner, two text-free photos) and the 24 images of
 tests/corpus/images (real photos and scans in every mode and size the router accepts).
@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "ocr"))
 
-from ocr_scenes import (  # noqa: E402
+from extproc.detectors.code import code_likeness  # noqa: E402
+from extproc.detectors.mrz import find_mrz  # noqa: E402
+from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine  # noqa: E402
+from extproc.settings import Settings  # noqa: E402
+from extproc.signals.document import DocumentSpec, classify  # noqa: E402
+from extproc.signals.image_text import ImageTextSignal, ImageTextSpec  # noqa: E402
+from extproc.testing.ocr_scenes import (  # noqa: E402
     AWS_KEY,
     CODE_LINES,
     FORM_LINES,
@@ -49,13 +53,6 @@ from ocr_scenes import (  # noqa: E402
     tampered_mrz,
     valid_mrz,
 )
-
-from extproc.detectors.code import code_likeness  # noqa: E402
-from extproc.detectors.mrz import find_mrz  # noqa: E402
-from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine  # noqa: E402
-from extproc.settings import Settings  # noqa: E402
-from extproc.signals.document import DocumentSpec, classify  # noqa: E402
-from extproc.signals.image_text import ImageTextSignal, ImageTextSpec  # noqa: E402
 
 CORPUS_DIR = ROOT / "tests" / "corpus" / "images"
 

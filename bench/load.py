@@ -151,8 +151,7 @@ def distinct_images(body: dict[str, Any]) -> Callable[[int], bytes]:
 
 def _passport_jpeg() -> bytes:
     """A passport data page as a phone would send it (JPEG, ~100 KB)."""
-    sys.path.insert(0, str(REPO / "tests" / "ocr"))
-    from ocr_scenes import passport_page
+    from extproc.testing.ocr_scenes import passport_page
 
     out = io.BytesIO()
     passport_page().save(out, "JPEG", quality=85)

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from extproc.testing.ocr_scenes import PASSPORT_FIELDS, passport_page, td3_lines
 from tests.integration.conftest import running_stack, stack_config
-from tests.ocr.ocr_scenes import PASSPORT_FIELDS, passport_page, td3_lines
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ocr_scenes import image_request
 
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
@@ -18,6 +17,7 @@ from extproc.signals.base import BuildContext, SignalContext
 from extproc.signals.code import CodeSignal, CodeSpec
 from extproc.signals.language import LanguageSignal, LanguageSpec
 from extproc.signals.semantic import SemanticImageSignal, SemanticSignal, SemanticSpec
+from extproc.testing.ocr_scenes import image_request
 
 # all-MiniLM-L6-v2 cosines are modest: on-topic texts score ~0.3 against these, off-topic ones <= 0.2.
 MEDICAL = [

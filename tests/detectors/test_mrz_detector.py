@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ocr_scenes import PASSPORT_FIELDS, tampered_mrz, td3_lines, valid_mrz
 
 from extproc.detectors.mrz import check_digit, find_mrz
+from extproc.testing.ocr_scenes import PASSPORT_FIELDS, tampered_mrz, td3_lines, valid_mrz
 
 # ICAO Doc 9303 specimens.
 TD3 = "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO7408122F1204159ZE184226B<<<<<10"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from ocr_scenes import CODE_LINES, FORM_LINES
 
 from extproc.detectors.code import code_likeness
+from extproc.testing.ocr_scenes import CODE_LINES, FORM_LINES
 
 CODE = "\n".join(line for line, _ in CODE_LINES)
 JS = (

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from ocr_scenes import image_request
 
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.signals.base import BuildContext, Evaluation, SignalContext
 from extproc.signals.document import DocumentSignal, DocumentSpec
 from extproc.signals.image_text import ImageTextSignal, ImageTextSpec
+from extproc.testing.ocr_scenes import image_request
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from ocr_scenes import car_photo, code_screenshot, jpeg_bytes, passport_page, png_bytes, tampered_mrz
 
 from extproc.cli import main
+from extproc.testing.ocr_scenes import car_photo, code_screenshot, jpeg_bytes, passport_page, png_bytes, tampered_mrz
 
 POLICY = """
 version: 1

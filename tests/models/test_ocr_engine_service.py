@@ -6,11 +6,11 @@ import io
 import time
 
 import pytest
-from ocr_scenes import AWS_KEY, as_image, valid_mrz
 from PIL import Image
 
 from extproc.models.executor import HeavyExecutor
 from extproc.models.ocr import OcrBox, OcrService, OcrTimeout, assemble_lines, prepare_image
+from extproc.testing.ocr_scenes import AWS_KEY, as_image, valid_mrz
 
 
 def test_reads_passport_mrz_and_code_key(ocr_service: OcrService, scene_bytes: dict[str, bytes]) -> None:
@@ -37,8 +37,9 @@ async def test_cache_by_hash_skips_ocr(
 
 def test_huge_images_are_downscaled_and_boxes_mapped_back(ocr_service: OcrService) -> None:
     big = Image.new("RGB", (4800, 1200), "white")
-    from ocr_scenes import font
     from PIL import ImageDraw
+
+    from extproc.testing.ocr_scenes import font
 
     ImageDraw.Draw(big).text((200, 400), "DOWNSCALED TEXT 42", font=font(220, bold=True), fill="black")
     prepared, scale = prepare_image(big, ocr_service.max_side)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from ocr_scenes import AWS_KEY, as_image, font
 from PIL import Image, ImageDraw
 
 from extproc.detectors.mrz import find_mrz
@@ -20,6 +19,7 @@ from extproc.models.ocr import (
 from extproc.settings import Settings, SettingsError
 from extproc.signals.document import DocumentSpec, classify
 from extproc.signals.image_text import ImageTextSignal, ImageTextSpec
+from extproc.testing.ocr_scenes import AWS_KEY, as_image, font
 
 SCENES = ["passport", "passport_degraded", "passport_tampered", "code", "form", "injection", "landscape", "car"]
 
