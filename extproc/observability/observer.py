@@ -1,4 +1,5 @@
-"""The one place the request path reports to: metrics and the decision log, from the servicer.
+"""The one place the request path reports to: metrics, the decision log and the console's ring
+of recent decisions (`recent`, content-free), from the servicer.
 
 The ext_proc servicer calls `phase` after answering each Envoy phase and `outcome` once per
 decided request (`failure` when the router could not answer). Requests explained through the
@@ -12,6 +13,7 @@ import logging
 
 from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics
+from extproc.observability.recent import RecentDecisions
 from extproc.outcome import RoutingOutcome
 
 # The x-request-id of the request being handled (set by the servicer); log records get it.
@@ -19,9 +21,15 @@ REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("vsr_req
 
 
 class Observer:
-    def __init__(self, metrics: Metrics | None = None, decision_log: DecisionLog | None = None) -> None:
+    def __init__(
+        self,
+        metrics: Metrics | None = None,
+        decision_log: DecisionLog | None = None,
+        recent: RecentDecisions | None = None,
+    ) -> None:
         self.metrics = metrics
         self.decision_log = decision_log
+        self.recent = recent
 
     def phase(self, phase: str, seconds: float) -> None:
         if self.metrics is not None:
@@ -40,10 +48,14 @@ class Observer:
             self.metrics.record_outcome(outcome)
         if self.decision_log is not None:
             self.decision_log.submit(outcome, request_id=request_id, path=path, body=body, extproc_ms=extproc_ms)
+        if self.recent is not None:  # never the body: the console's ring is content-free
+            self.recent.record(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms)
 
     def failure(self, kind: str, *, request_id: str | None, path: str) -> None:
         if self.metrics is not None:
             self.metrics.record_failure(kind)
+        if self.recent is not None:
+            self.recent.record_failure(kind, request_id=request_id, path=path)
 
 
 class RequestIdFilter(logging.Filter):

@@ -7,6 +7,7 @@
                              `?path=/v1/responses` names the API (default: inferred from the body, like the CLI)
     GET  /v1/policy          the active policy: version, path, the validated document, warnings, last reload
     POST /v1/policy/reload   reload the policy file now (as SIGHUP does) and say what happened
+    GET  /console, /v1/console/...   the decision console (`extproc.server.console`, added by the app)
 
 It is built on `asyncio.start_server` (no extra dependency). Each connection carries one
 request (`Connection: close`); reading is bounded in time and size, so a slow or hostile
@@ -16,7 +17,8 @@ ext_proc path, with the active policy; it is not counted in metrics or the decis
 Auth: with `server.admin_token` (or `admin_token_file`) set, every request but `GET /healthz`
 needs `Authorization: Bearer <token>` (compared in constant time; 401 with `WWW-Authenticate`
 otherwise), checked before the body is read. Every route added to the table goes through the
-same check (`AdminServer._authorize`) unless it is listed in `PUBLIC`. A bind beyond loopback
+same check (`AdminServer._authorize`) unless it is listed in `PUBLIC` (or added as public through
+`add_routes`: only the console's static page and assets, which hold no data). A bind beyond loopback
 without a token is refused at start.
 """
 
@@ -116,6 +118,19 @@ class AdminServer:
             ("GET", "/v1/policy"): self._policy,
             ("POST", "/v1/policy/reload"): self._reload,
         }
+        self._public: set[tuple[str, str]] = set(PUBLIC)
+
+    def add_routes(
+        self, routes: dict[tuple[str, str], Handler], public: frozenset[tuple[str, str]] = frozenset()
+    ) -> None:
+        """Serve more endpoints; all go through `_authorize`, those in `public` without the token."""
+        clash = set(routes) & set(self._routes)
+        if clash:
+            raise ValueError(f"admin routes already taken: {sorted(clash)}")
+        if not public <= set(routes):
+            raise ValueError("a public route must be one of the routes added")
+        self._routes.update(routes)
+        self._public.update(public)
 
     @property
     def address(self) -> str:
@@ -212,7 +227,7 @@ class AdminServer:
 
     def _authorize(self, method: str, path: str, headers: dict[str, str]) -> Response | None:
         """The one auth check every request goes through (unknown paths included, so they cannot be probed)."""
-        if self.token is None or (method, path) in PUBLIC:
+        if self.token is None or (method, path) in self._public:
             return None
         denied = check_bearer(headers, self.token)
         if denied is not None:

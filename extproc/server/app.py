@@ -7,9 +7,10 @@
 - SIGTERM / SIGINT: health turns NOT_SERVING, the server waits `drain_delay_s` (time for
   Envoy's health checks to notice), then stops taking new streams and lets in-flight ones
   finish for up to `shutdown_grace_s` before it exits.
-- Observability: Prometheus metrics and the decision log are fed by the servicer through one
-  `Observer`; the admin HTTP server (/metrics, /healthz, /v1/explain, /v1/policy) runs on this
-  event loop; the policy file is watched and SIGHUP reloads it (`extproc.server.reload`).
+- Observability: Prometheus metrics, the decision log and the console's ring of recent
+  decisions are fed by the servicer through one `Observer`; the admin HTTP server (/metrics,
+  /healthz, /v1/explain, /v1/policy, the decision console at /console) runs on this event loop;
+  the policy file is watched and SIGHUP reloads it (`extproc.server.reload`).
   With `tracing.enabled`, the servicer also emits OpenTelemetry spans (`extproc.observability.tracing`);
   they are flushed at stop.
 """
@@ -32,9 +33,11 @@ from grpc_health.v1._async import HealthServicer
 from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
+from extproc.observability.recent import RecentDecisions
 from extproc.observability.tracing import build_tracer
 from extproc.policy.load import PolicyError
 from extproc.server.admin import AdminServer
+from extproc.server.console import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
 from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings
@@ -62,7 +65,13 @@ class ExtProcServer:
         obs = settings.observability
         self.metrics = Metrics() if obs.metrics else None
         self.decision_log = DecisionLog(obs.decision_log) if obs.decision_log.path is not None else None
-        observer = Observer(self.metrics, self.decision_log) if self.metrics or self.decision_log else None
+        # The console's ring lives only where the console can be read: with the admin server on.
+        self.recent = RecentDecisions(obs.console_ring) if obs.admin and obs.console_ring > 0 else None
+        observer = (
+            Observer(self.metrics, self.decision_log, self.recent)
+            if self.metrics is not None or self.decision_log is not None or self.recent is not None
+            else None
+        )
         self.tracer = build_tracer(settings.tracing)  # None (the default): OpenTelemetry is not imported
         self.service = ExtProcService(
             inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer, tracer=self.tracer
@@ -85,6 +94,9 @@ class ExtProcServer:
             if obs.admin
             else None
         )
+        if self.admin is not None:
+            console = Console(self, recent=self.recent, metrics=self.metrics)
+            self.admin.add_routes(console.routes(), public=PUBLIC_ROUTES)
         if self.metrics is not None:
             self.metrics.add_source(
                 lambda: live_metrics(

@@ -46,6 +46,8 @@ def extproc(target: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[
 def test_the_wheel_carries_the_default_policy(installed: Path) -> None:
     shipped = installed / "extproc" / "data" / "policies" / "default.yaml"
     assert shipped.is_file() and not shipped.is_symlink()
+    assert (installed / "extproc" / "server" / "console" / "index.html").is_file()
+    assert (installed / "extproc" / "models" / "weights" / "attack_classifier" / "lexical.safetensors").is_file()
     assert shipped.read_text(encoding="utf-8") == (REPO / "policies" / "default.yaml").read_text(encoding="utf-8")
 
 
