@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.models.cache import LruCache
+from extproc.models.local_checkpoint import checkpoint_dir, load_local
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 Precision = Literal["fp32", "bf16"]
@@ -75,12 +76,7 @@ def _token_limit(tokenizer: Any, config: Any, requested: int | None) -> int:
 
 
 def _check_dir(model_dir: Path) -> Path:
-    path = Path(model_dir).expanduser()
-    if not path.is_dir():
-        raise HfCheckpointError(f"classifier checkpoint {path} is not a directory")
-    if not (path / "config.json").is_file():
-        raise HfCheckpointError(f"classifier checkpoint {path} has no config.json")
-    return path.resolve()
+    return checkpoint_dir(model_dir, "classifier checkpoint", HfCheckpointError)
 
 
 class HfTextClassifier:
@@ -97,20 +93,15 @@ class HfTextClassifier:
         torch_threads: int | None = None,
     ) -> None:
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # tqdm would break JSON log lines
-        if torch_threads is not None:
-            torch.set_num_threads(torch_threads)
         self.model_dir = _check_dir(model_dir)
         self.precision: Precision = precision
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
-        model: Any = AutoModelForSequenceClassification.from_pretrained(str(self.model_dir), local_files_only=True)
+        self.tokenizer, model = load_local(
+            self.model_dir, "AutoModelForSequenceClassification", torch_threads=torch_threads
+        )
         if precision == "bf16":
             model = model.to(torch.bfloat16)
-        model.eval()
-        self.model = model
+        self.model: Any = model
         try:
             self.labels: tuple[str, ...] = checkpoint_labels(model.config)
         except ValueError as exc:

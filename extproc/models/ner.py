@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from extproc.models.hf_classifier import checkpoint_labels
+from extproc.models.local_checkpoint import checkpoint_dir, load_local
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 MAX_TOKENS = 512
@@ -104,12 +105,7 @@ def _drop_duplicates(entities: list[Entity]) -> list[Entity]:
 
 
 def _check_dir(model_dir: Path) -> Path:
-    path = Path(model_dir).expanduser()
-    if not path.is_dir():
-        raise NerCheckpointError(f"NER checkpoint {path} is not a directory")
-    if not (path / "config.json").is_file():
-        raise NerCheckpointError(f"NER checkpoint {path} has no config.json")
-    return path.resolve()
+    return checkpoint_dir(model_dir, "NER checkpoint", NerCheckpointError)
 
 
 class NerModel:
@@ -124,21 +120,14 @@ class NerModel:
         batch_size: int = 8,
         torch_threads: int | None = None,
     ) -> None:
-        import torch
-        from transformers import AutoModelForTokenClassification, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # tqdm would break JSON log lines
-        if torch_threads is not None:
-            torch.set_num_threads(torch_threads)
         self.model_dir = _check_dir(model_dir)
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(self.model_dir), local_files_only=True)
-        if not getattr(self.tokenizer, "is_fast", False):
+        tokenizer, model = load_local(self.model_dir, "AutoModelForTokenClassification", torch_threads=torch_threads)
+        if not getattr(tokenizer, "is_fast", False):
             raise NerCheckpointError(
                 f"NER checkpoint {self.model_dir}: needs a fast tokenizer (tokenizer.json) for character offsets"
             )
-        self.model: Any = AutoModelForTokenClassification.from_pretrained(str(self.model_dir), local_files_only=True)
-        self.model.eval()
+        self.tokenizer: Any = tokenizer
+        self.model: Any = model
         try:
             self.labels: tuple[str, ...] = checkpoint_labels(self.model.config)
         except ValueError as exc:

@@ -15,12 +15,13 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from extproc.models.cache import LruCache
+from extproc.models.local_checkpoint import load_local
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 if TYPE_CHECKING:
@@ -64,18 +65,8 @@ class TextEmbedder:
         cache_size: int = 2048,
         torch_threads: int | None = None,
     ) -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # tqdm would break JSON log lines
-
-        if torch_threads is not None:
-            torch.set_num_threads(torch_threads)
         self.model_dir = model_dir
-        self.tokenizer: Any = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-        self.model: Any = AutoModel.from_pretrained(str(model_dir), local_files_only=True)
-        self.model.eval()
+        self.tokenizer, self.model = load_local(model_dir, "AutoModel", torch_threads=torch_threads)
         self.max_length = _read_max_length(model_dir, max_length)
         self.batch_size = batch_size
         self.dim = int(self.model.config.hidden_size)
