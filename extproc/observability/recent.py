@@ -25,32 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from extproc.observability.metrics import LATENCY_BUCKETS
+
 if TYPE_CHECKING:
     from extproc.outcome import RoutingOutcome
 
 MAX_ID_CHARS = 128  # request ids and paths come from the wire: cut, never trusted to be short
-# Milliseconds; the same bounds as the route latency histogram in `metrics` (which are seconds).
-LATENCY_BOUNDS_MS: tuple[float, ...] = (
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    25.0,
-    50.0,
-    100.0,
-    250.0,
-    500.0,
-    1000.0,
-    2500.0,
-    5000.0,
-    10000.0,
-)
+# Milliseconds: the route latency histogram's bounds (`metrics`, in seconds), scaled.
+LATENCY_BOUNDS_MS: tuple[float, ...] = tuple(round(b * 1000.0, 6) for b in LATENCY_BUCKETS)
 
 
 @dataclass(frozen=True, slots=True)
