@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
+from extproc.models.cache import LruCache
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 from extproc.models.text_embedder import TextEmbedder, get_text_embedder
@@ -261,14 +262,24 @@ class PromptAttackModel(Protocol):
 class AttackClassifierAdapter:
     """`extproc.models.attack_classifier.AttackClassifier` seen as a `PromptAttackModel`."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, cache_size: int = 4096) -> None:
         self.inner = inner
         self.low = float(inner.thresholds.low)
         self.high = float(inner.thresholds.high)
         self.decision = float(inner.thresholds.decision)
+        # A chat re-sends its earlier turns (and agents their tool results) with every request:
+        # each text is scored once. Keyed by the text itself (at most max_chars, head + tail).
+        self.cache: LruCache[float] = LruCache(cache_size)
+
+    def caches(self) -> dict[str, LruCache[float]]:
+        return {"lexical": self.cache}
 
     def lexical_score(self, text: str) -> float:
-        return float(self.inner.lexical_score(text))
+        score = self.cache.get(text)
+        if score is None:
+            score = float(self.inner.lexical_score(text))
+            self.cache.put(text, score)
+        return score
 
     def embedding_score(self, embedding: FloatArray, lexical: float) -> float:
         return float(self.inner.embedding_score(embedding, lexical))
