@@ -319,6 +319,9 @@ class PromptAttackSignal(ClassifierSignal):
         self.embedder = embedder
         self.embedder_reason = embedder_reason
         self.label = spec.labels.get(ATTACK, ATTACK)
+        # Stage-2 scores by text: a text seen before (an earlier chat turn, a repeated prompt) needs
+        # no executor hop at all. The score is a function of the text alone (both stages are).
+        self.stage_two: LruCache[float] = LruCache(4096)
 
     @classmethod
     def build_builtin(cls, spec: ClassifierSpec, ctx: BuildContext) -> PromptAttackSignal:
@@ -368,6 +371,17 @@ class PromptAttackSignal(ClassifierSignal):
         probs = [{self.label: s} for s in scores]
         return summarize(self.spec, [self.label], probs, texts, {self.label: threshold}, notes, eligible)
 
+    async def scored_by_head(self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
+        """Stage-2 scores of `texts`: cached ones at once, the rest embedded on the heavy executor."""
+        found = [self.stage_two.get(text) for text in texts]
+        todo = [i for i, score in enumerate(found) if score is None]
+        if todo:
+            fresh = await ctx.executor.run(self.embed_and_score, [texts[i] for i in todo], [lexical[i] for i in todo])
+            for i, score in zip(todo, fresh, strict=True):
+                found[i] = score
+                self.stage_two.put(texts[i], score)
+        return [score for score in found if score is not None]
+
     def embed_and_score(self, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
         """MiniLM embeddings, then the head (on the heavy executor)."""
         model = self.attack_model()
@@ -411,7 +425,7 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         if not texts:
             return Evaluation(matched=False)
         lexical = [model.lexical_score(t.text) for t in texts]
-        scores = await ctx.executor.run(self.embed_and_score, [t.text for t in texts], lexical)
+        scores = await self.scored_by_head(ctx, [t.text for t in texts], lexical)
         return self.result(texts, scores, self.threshold(model), ["stage: embedding"])
 
 
@@ -439,9 +453,7 @@ class PromptAttackCascadeSignal(PromptAttackSignal):
             raise SignalUnavailable(
                 f"{len(unsure)} text(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
             )
-        head = await ctx.executor.run(
-            self.embed_and_score, [texts[i].text for i in unsure], [lexical[i] for i in unsure]
-        )
+        head = await self.scored_by_head(ctx, [texts[i].text for i in unsure], [lexical[i] for i in unsure])
         # Texts the lexical stage cleared cannot fire; the embedded ones are judged by the head.
         scores = list(lexical)
         for i, s in zip(unsure, head, strict=True):

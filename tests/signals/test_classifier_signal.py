@@ -503,3 +503,16 @@ def test_the_shipped_cascade_scores_each_text_once() -> None:
     adapter.lexical_score("hi")
     assert calls == ["hi", "attack", "third", "hi"]
     assert adapter.caches()["lexical"].hits == 2
+
+
+async def test_stage_two_scores_a_text_once(ctx: BuildContext, stub: StubAttack, embedder: StubEmbedder) -> None:
+    """A text the head has scored (an earlier chat turn) is not embedded again: no executor hop."""
+    signal = ClassifierSignal.build(spec(stage="embedding"), ctx)
+    first = await evaluate(signal, request_of(BENIGN_TEXT, ATTACK_TEXT), ctx)
+    again = await evaluate(signal, request_of(BENIGN_TEXT, ATTACK_TEXT, UNSURE_TEXT), ctx)
+    assert embedder.calls == [[BENIGN_TEXT, ATTACK_TEXT], [UNSURE_TEXT]]  # only the new turn
+    assert first.labels == {"attack": 0.7} and again.labels == {"attack": 0.7}
+    cascade = ClassifierSignal.build(spec(stage="full"), ctx)
+    await evaluate(cascade, request_of(UNSURE_TEXT), ctx)
+    await evaluate(cascade, request_of(UNSURE_TEXT), ctx)
+    assert embedder.calls[2:] == [[UNSURE_TEXT]]  # the cascade's own cache: embedded once
