@@ -8,8 +8,10 @@ If any child dies, everything is stopped and the supervisor exits non-zero.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,12 +30,44 @@ from typing import IO
 from extproc.ops.envoy_config import EXT_PROC_CLUSTER, EnvoyOptions, envoy_binary, render, upstreams_from_policy
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
 
+_HANDED_OUT: set[int] = set()
+_PORT_LOCK = threading.Lock()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
 
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    """A port nothing listens on, for a server started later.
+
+    Taken below the kernel's ephemeral range: a port from bind(0) comes from that range, and
+    between this call and the server's bind any outgoing connection (a probe, a client, Envoy's
+    upstream pool) may be given the same port, so the server fails with "address in use". No
+    port is handed out twice by one process.
+    """
+    low, _ = _ephemeral_range()
+    lowest = 20000 if low > 21000 else 1024
+    with _PORT_LOCK:
+        for _ in range(200):
+            port = random.randrange(lowest, low if low > lowest + 1000 else 65535)
+            if port in _HANDED_OUT:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            _HANDED_OUT.add(port)
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:  # a crowded host: the kernel's pick
         sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+        chosen: int = sock.getsockname()[1]
+        return chosen
 
 
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
@@ -69,6 +103,7 @@ class Stack:
         self.sink = sink or (lambda line: print(line, flush=True))
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._pumps: list[threading.Thread] = []
+        self._recent: dict[str, collections.deque[str]] = {}  # each child's last lines, for errors
         self._tmp = tempfile.TemporaryDirectory(prefix="vsr-stack-")
         self.envoy_config_path: Path | None = None
 
@@ -177,7 +212,9 @@ class Stack:
         """The name of a child that has exited, if any."""
         for name, proc in self.procs.items():
             if proc.poll() is not None:
-                return f"{name} exited with {proc.returncode}"
+                time.sleep(0.2)  # let the pump read the last lines, which say why
+                tail = "\n".join(self._recent.get(name, ()))
+                return f"{name} exited with {proc.returncode}" + (f"; its last lines:\n{tail}" if tail else "")
         return None
 
     # -- probes -----------------------------------------------------------------------------
@@ -231,8 +268,11 @@ class Stack:
         self._pumps.append(pump)
 
     def _pump(self, name: str, stream: IO[bytes]) -> None:
+        recent = self._recent.setdefault(name, collections.deque(maxlen=12))
         for raw in iter(stream.readline, b""):
-            self.sink(f"{name:>8} | {raw.decode('utf-8', 'replace').rstrip()}")
+            line = f"{name:>8} | {raw.decode('utf-8', 'replace').rstrip()}"
+            recent.append(line)
+            self.sink(line)
         stream.close()
 
     def _wait(self, deadline: float, what: str, probe: Callable[[], bool]) -> None:
