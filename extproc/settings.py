@@ -221,6 +221,25 @@ class TracingSettings(_Section):
     sample_ratio: float | None = Field(default=None, ge=0, le=1)
 
 
+class CacheSettings(_Section):
+    """The semantic cache's store (the policy says which decisions use it). `memory`: in this
+    process, bounded by entries and bytes, LRU, TTL; each worker has its own. `milvus`: a Milvus
+    Lite file (`milvus_uri` a path ending in .db) or a Milvus server URI shared by a fleet."""
+
+    enabled: bool = True  # off: no lookups, no stores, whatever the policy says
+    backend: Literal["memory", "milvus"] = "memory"
+    max_entries: int = Field(default=10_000, ge=1)
+    max_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    max_entry_bytes: int = Field(default=1024 * 1024, ge=256)  # larger answers are not stored
+    milvus_uri: str = "vsr_cache.db"
+    milvus_token: str = ""
+    milvus_collection: str = Field(default="vsr_semantic_cache", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    candidates: int = Field(default=4, ge=1, le=64)  # verified with MiniLM at most, per lookup
+    # The static (token-embedding) similarity a candidate needs before MiniLM verifies it, below
+    # the decision's similarity: paraphrases score lower on the static embedding than on MiniLM.
+    candidate_margin: float = Field(default=0.25, ge=0.0, le=1.0)
+
+
 class ReloadSettings(_Section):
     watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
     interval_s: float = Field(default=2.0, gt=0)
@@ -239,6 +258,7 @@ class Settings(_Section):
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     reload: ReloadSettings = Field(default_factory=ReloadSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
 
     @model_validator(mode="after")
     def _admin_beyond_loopback_needs_a_token(self) -> Settings:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from extproc import headers as vsr
 from extproc.policy.conditions import Condition, ConditionError, parse_condition
@@ -90,6 +90,33 @@ class Plugins(_Strict):
         return {k.lower(): v for k, v in headers.items()}
 
 
+class CacheSpec(_Strict):
+    """A decision's semantic cache; a field left out takes the policy-wide value."""
+
+    enabled: bool | None = None
+    similarity: float | None = Field(default=None, gt=0.0, le=1.0)  # MiniLM cosine of the last user turns
+    ttl_s: int | None = Field(default=None, ge=1, le=30 * 86400)
+
+
+class CachePolicy(_Strict):
+    """The policy-wide cache defaults. `shared`: requests without a tenant key share one
+    partition (off: they are neither looked up nor stored)."""
+
+    enabled: bool = False
+    similarity: float = Field(default=0.93, gt=0.0, le=1.0)
+    ttl_s: int = Field(default=3600, ge=1, le=30 * 86400)
+    shared: bool = False
+
+
+class CacheRule(_Strict):
+    """The cache as it applies to one decision (resolved from the decision and the policy)."""
+
+    decision: str
+    similarity: float
+    ttl_s: int
+    shared: bool
+
+
 class Decision(_Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -103,6 +130,9 @@ class Decision(_Strict):
     # answer before the deadline) counts as a match for this decision only, so e.g. an image whose
     # OCR could not run in time goes to the restricted model rather than past the identity check.
     fail_safe: bool = False
+    # The semantic cache for requests this decision routes. A decision with restricted handling
+    # (fail_safe) is cached only when its own spec says `enabled: true`, never by the default.
+    cache: CacheSpec | None = None
 
     @field_validator("when", mode="before")
     @classmethod
@@ -127,6 +157,7 @@ class DefaultDecision(_Strict):
     description: str = ""
     action: Action
     plugins: Plugins = Field(default_factory=Plugins)
+    cache: CacheSpec | None = None
 
 
 class Policy(_Strict):
@@ -141,6 +172,7 @@ class Policy(_Strict):
     # Status when a signal with `on_error: reject` cannot answer.
     signal_failure_status: int = Field(default=503, ge=400, le=599)
     overload: OverloadSpec = Field(default_factory=OverloadSpec)
+    cache: CachePolicy = Field(default_factory=CachePolicy)
     models: list[ModelSpec] = Field(min_length=1)
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
@@ -148,3 +180,33 @@ class Policy(_Strict):
 
     def model(self, name: str) -> ModelSpec | None:
         return next((m for m in self.models if m.name == name), None)
+
+    @model_validator(mode="after")
+    def _check_cache(self) -> Policy:
+        rules: list[Decision | DefaultDecision] = [*self.decisions, self.default]
+        for rule in rules:
+            if rule.cache is not None and rule.cache.enabled and rule.action.type != "route":
+                raise ValueError(
+                    f"decision {rule.name!r}: cache is enabled but its action is {rule.action.type}; "
+                    "only routed answers can be cached"
+                )
+        return self
+
+    def cache_for(self, decision: str | None) -> CacheRule | None:
+        """The cache rule for a routed decision, or None when its answers are not cached."""
+        rule: Decision | DefaultDecision | None = self.default if decision == self.default.name else None
+        if rule is None:
+            rule = next((d for d in self.decisions if d.name == decision), None)
+        if rule is None or rule.action.type != "route":
+            return None
+        spec = rule.cache or CacheSpec()
+        restricted = isinstance(rule, Decision) and rule.fail_safe
+        enabled = spec.enabled if spec.enabled is not None else (self.cache.enabled and not restricted)
+        if not enabled:
+            return None
+        return CacheRule(
+            decision=rule.name,
+            similarity=spec.similarity if spec.similarity is not None else self.cache.similarity,
+            ttl_s=spec.ttl_s if spec.ttl_s is not None else self.cache.ttl_s,
+            shared=self.cache.shared,
+        )

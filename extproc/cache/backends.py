@@ -1,0 +1,156 @@
+"""The cache's store: one small interface, an in-process implementation (the default), and
+Milvus (`milvus.MilvusCache`) for a fleet. The same tests run against each.
+
+An entry lives in one tenant partition under one conversation context. `get` is the exact
+lookup; `candidates` the semantic one: entries of the same partition and context, best first,
+by the cheap candidate vector (the service then verifies them with MiniLM). Expired entries are
+never returned; they are dropped lazily and on `put`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.cache.answers import StoredAnswer
+
+FloatArray = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    partition: str
+    context: str
+    exact: str  # the exact key; unique within the store
+    query: str  # the last user turn the answer was for
+    candidate: FloatArray  # the cheap vector of the query (unit length)
+    verify: FloatArray  # the MiniLM embedding of the query (unit length)
+    answer: StoredAnswer
+    expires_at: float  # time.time() seconds
+
+    @property
+    def size(self) -> int:
+        return (
+            len(self.answer.body)
+            + len(self.answer.text.encode())
+            + len(self.query.encode())
+            + 8 * (self.candidate.size + self.verify.size)
+        )
+
+
+class CacheBackend(Protocol):
+    name: str
+    blocking: bool  # True: calls may wait on I/O, so the service runs them off the event loop
+
+    def get(self, partition: str, exact: str, now: float) -> CacheEntry | None: ...
+
+    def candidates(
+        self, partition: str, context: str, vector: FloatArray, limit: int, now: float
+    ) -> list[tuple[CacheEntry, float]]: ...
+
+    def put(self, entry: CacheEntry, now: float) -> int:
+        """Store (replacing an entry with the same exact key); returns how many were evicted."""
+        ...
+
+    def stats(self) -> tuple[int, int]:
+        """(entries, bytes) held now."""
+        ...
+
+    def clear(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryCache:
+    """In this process: bounded by entries and bytes (least recently used go first), with TTL."""
+
+    name = "memory"
+    blocking = False
+
+    def __init__(self, max_entries: int, max_bytes: int) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()  # stores come from several streams; keep the indexes consistent
+        self._entries: OrderedDict[str, CacheEntry] = OrderedDict()  # exact key -> entry, LRU order
+        self._by_context: dict[tuple[str, str], dict[str, CacheEntry]] = {}
+        self._bytes = 0
+
+    def get(self, partition: str, exact: str, now: float) -> CacheEntry | None:
+        with self._lock:
+            entry = self._entries.get(exact)
+            if entry is None or entry.partition != partition:
+                return None
+            if entry.expires_at <= now:
+                self._drop(entry)
+                return None
+            self._entries.move_to_end(exact)
+            return entry
+
+    def candidates(
+        self, partition: str, context: str, vector: FloatArray, limit: int, now: float
+    ) -> list[tuple[CacheEntry, float]]:
+        with self._lock:
+            group = self._by_context.get((partition, context))
+            if not group:
+                return []
+            expired = [e for e in group.values() if e.expires_at <= now]
+            for entry in expired:
+                self._drop(entry)
+            live = list(group.values())
+            if not live:
+                return []
+            matrix = np.stack([e.candidate for e in live])
+            scores = matrix @ vector
+            order = np.argsort(-scores)[:limit]
+            found = [(live[i], float(scores[i])) for i in order]
+            for entry, _ in found:
+                self._entries.move_to_end(entry.exact)
+            return found
+
+    def put(self, entry: CacheEntry, now: float) -> int:
+        evicted = 0
+        with self._lock:
+            old = self._entries.get(entry.exact)
+            if old is not None:
+                self._drop(old)
+            self._entries[entry.exact] = entry
+            self._by_context.setdefault((entry.partition, entry.context), {})[entry.exact] = entry
+            self._bytes += entry.size
+            while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+                oldest = next(iter(self._entries.values()))
+                self._drop(oldest)
+                evicted += 1
+        return evicted
+
+    def _drop(self, entry: CacheEntry) -> None:
+        if self._entries.pop(entry.exact, None) is None:
+            return
+        self._bytes -= entry.size
+        group = self._by_context.get((entry.partition, entry.context))
+        if group is not None:
+            group.pop(entry.exact, None)
+            if not group:
+                del self._by_context[(entry.partition, entry.context)]
+
+    def stats(self) -> tuple[int, int]:
+        with self._lock:
+            return len(self._entries), self._bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._by_context.clear()
+            self._bytes = 0
+
+    def close(self) -> None:
+        self.clear()
+
+
+def now() -> float:
+    return time.time()
