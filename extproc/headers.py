@@ -12,3 +12,5 @@ MODEL = "x-vsr-model"
 SIGNALS = "x-vsr-signals"
 DEBUG = "x-vsr-debug"  # a client asks for a trace (honoured only when settings allow it)
 TRACE = "x-vsr-trace"
+CACHE = "x-vsr-cache"  # the semantic cache's outcome: hit, miss (stored on a 200), bypass
+CACHE_SIMILARITY = "x-vsr-cache-similarity"  # on a hit: 1.000 exact, else the verified similarity

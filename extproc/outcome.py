@@ -32,6 +32,7 @@ class RoutingOutcome:
     signals: list[SignalResult] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     request_id: str | None = None
+    cache: dict[str, Any] | None = None  # the semantic cache's part (CacheLookup.to_dict), when it took one
 
     # -- the decision (the engine's words) ------------------------------------------------
     @property
@@ -160,6 +161,7 @@ class RoutingOutcome:
             "error": self.error.to_body()["error"] if self.error is not None else None,
             "policy_version": self.policy_version,
             "overload": "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None,
+            "cache": self.cache,
             "request": _request_summary(self.request),
             "signals": [s.to_dict() for s in self.signals],
             "trace": {

@@ -29,6 +29,7 @@ from prometheus_client.utils import floatToGoString
 from extproc.models.cache import CachingModel
 
 if TYPE_CHECKING:
+    from extproc.cache.service import SemanticCache
     from extproc.observability.decision_log import DecisionLog
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
@@ -324,3 +325,54 @@ def _not_loaded() -> Any:
     from extproc.models.registry import ModelUnavailable
 
     raise ModelUnavailable("not loaded")
+
+
+class SemanticCacheMetrics:
+    """The semantic cache's figures: lookups by outcome, stores by result, evictions, entries,
+    completion tokens saved, and lookup latency by outcome (observed through `on_lookup`)."""
+
+    def __init__(self, cache: SemanticCache) -> None:
+        self.cache = cache
+        self.latency: dict[tuple[str, ...], Histogram] = {}
+        cache.on_lookup = self.observe
+
+    def observe(self, state: str, seconds: float) -> None:
+        hist = self.latency.get((state,))
+        if hist is None:
+            hist = self.latency[(state,)] = Histogram()
+        hist.observe(seconds)
+
+    def collect(self) -> list[Metric]:
+        counters = self.cache.counters
+        lookups = CounterMetricFamily(
+            "vsr_semantic_cache_lookups",
+            "Semantic cache lookups by outcome (hit, miss, bypass) and reason (exact, semantic, no-cache, ...)",
+            labels=["outcome", "reason"],
+        )
+        for key, n in sorted(counters.lookups.items()):
+            state, _, reason = key.partition(":")
+            if state != "off":
+                lookups.add_metric([state, reason or "none"], n)
+        stores = CounterMetricFamily(
+            "vsr_semantic_cache_stores",
+            "Upstream answers offered to the cache, by result (stored, or why not)",
+            labels=["result"],
+        )
+        for result, n in sorted(counters.stores.items()):
+            stores.add_metric([result], n)
+        evictions = CounterMetricFamily("vsr_semantic_cache_evictions", "Entries evicted to stay within bounds")
+        evictions.add_metric([], counters.evictions)
+        saved = CounterMetricFamily(
+            "vsr_semantic_cache_completion_tokens_saved",
+            "Completion tokens served from the cache instead of an upstream",
+        )
+        saved.add_metric([], counters.tokens_saved)
+        entries, size = self.cache.backend.stats() if self.cache.backend.name == "memory" else (-1, -1)
+        held = GaugeMetricFamily("vsr_semantic_cache_entries", "Entries held (in-process backend)")
+        held.add_metric([], entries)
+        held_bytes = GaugeMetricFamily("vsr_semantic_cache_bytes", "Bytes held (in-process backend)")
+        held_bytes.add_metric([], size)
+        latency = _histograms(
+            "vsr_semantic_cache_lookup_seconds", "Lookup latency by outcome", ["outcome"], self.latency
+        )
+        return [lookups, stores, evictions, saved, held, held_bytes, latency]

@@ -30,6 +30,9 @@ import yaml
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
 from extproc.protocol.request import API_PATHS
+from extproc.server.grpc_service import CACHE_CONTROL_KEY
+from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
+from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
 # the library's, not ours, and would otherwise flood every test run.
@@ -147,6 +150,8 @@ TRACE_CONTEXT_HEADERS = ("traceparent", "tracestate")  # W3C trace context
 UNDECIDED_CLUSTER = "vsr_undecided"
 DECISION_NAMESPACE = "vsr"  # dynamic metadata ext_proc writes: cluster, decision, model, signals, trace, headers
 CLIENT_NAMESPACE = "vsr.request"  # dynamic metadata from the client's x-vsr-debug header
+# The semantic cache's store phase: a second ext_proc filter, enabled only on store routes.
+CACHE_STORE_FILTER = "vsr.cache_store"
 MiB = 1024 * 1024
 # The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
 # own path normalisation these are every spelling an upstream would serve as an inference call.
@@ -214,6 +219,11 @@ class EnvoyOptions:
     # One-message flow: copy a client's traceparent/tracestate into the vsr.request metadata sent to
     # the server (its spans join the client's trace without Envoy's tracing); the headers stay.
     forward_trace_context: bool = False
+    # One-message flow: the semantic cache's store phase (a second ext_proc filter in observability
+    # mode, on routes whose decision metadata carries a store ticket) and the request headers that
+    # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
+    cache: bool = True
+    tenant_headers: tuple[str, ...] = ("authorization",)
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -376,6 +386,35 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
     return HttpFilter(name="envoy.filters.http.ext_proc", typed_config=_typed(config))
 
 
+def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
+    """The semantic cache's store phase: the upstream's response headers and body chunks go to the
+    server without waiting for answers (observability mode), so the client's response, JSON or
+    SSE, passes unchanged and undelayed. Enabled only on the store routes; the `vsr` metadata
+    (written only by the first filter) tells the server what the answer is for. A server that
+    is down loses a store, never a response."""
+    config = ExternalProcessor(
+        grpc_service=GrpcService(
+            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
+        ),
+        failure_mode_allow=True,
+        observability_mode=True,
+        processing_mode=ProcessingMode(
+            request_header_mode=ProcessingModeHeaderSendMode.SKIP,
+            request_body_mode=ProcessingModeBodySendMode.NONE,
+            response_header_mode=ProcessingModeHeaderSendMode.SEND,
+            response_body_mode=ProcessingModeBodySendMode.STREAMED,
+            request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+            response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+        ),
+        message_timeout=_duration(options.message_timeout_s),
+        stat_prefix="vsr_cache",
+        metadata_options=MetadataOptions(
+            forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
+        ),
+    )
+    return HttpFilter(name=CACHE_STORE_FILTER, typed_config=_typed(config))
+
+
 def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilter]:
     """Before ext_proc: the client's debug request moves to metadata, then every client x-vsr-*
     header is removed, so nothing a client sends reaches ext_proc's decision or an upstream.
@@ -399,6 +438,21 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
                 remove=False,
             )
             for name in TRACE_CONTEXT_HEADERS
+        )
+    if options is not None and options.flow == "one_message" and options.cache:
+        # Copied, not moved: the upstream still needs authorization; the server only hashes them.
+        rules.extend(
+            ConfigRule(
+                header=name,
+                on_header_present=ConfigKeyValuePair(
+                    metadata_namespace=CLIENT_NAMESPACE, key=key, type=ConfigValueType.STRING
+                ),
+                remove=False,
+            )
+            for name, key in [
+                ("cache-control", CACHE_CONTROL_KEY),
+                *((h.lower(), TENANT_KEY_PREFIX + h.lower()) for h in options.tenant_headers),
+            ]
         )
     debug = HeaderToMetadata(request_rules=rules)
     strip = HeaderMutationFilter(
@@ -499,34 +553,47 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
         safe_regex=RegexMatcher(regex=INFERENCE_PATH_REGEX),
         headers=[HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))],
     )
-    result = [
-        Route(
-            name=f"vsr-{upstream.cluster}",
-            match=RouteMatch(
-                safe_regex=inference.safe_regex,
-                headers=inference.headers,
-                dynamic_metadata=[_decision_is("cluster", upstream.cluster)],
-            ),
-            route=RouteAction(cluster=upstream.cluster, timeout=timeout),
-            request_headers_to_add=[
-                _from_decision(vsr.DECISION, "decision"),
-                _from_decision(vsr.MODEL, "model"),
-                *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
-            ],
-            response_headers_to_add=[
-                _from_decision(vsr.DECISION, "decision"),
-                _from_decision(vsr.MODEL, "model"),
-                _from_decision(vsr.SIGNALS, "signals"),
-                _from_decision(vsr.TRACE, "trace"),
-            ],
-        )
-        for upstream in upstreams
-    ]
+    no_store = _no_cache_store(options)
+    result = []
+    for upstream in upstreams:
+        # The store route (cache on): the decision carries a store ticket, the store filter runs.
+        stores = [True, False] if options.cache else [False]
+        for store in stores:
+            matchers = [_decision_is("cluster", upstream.cluster)]
+            if store:
+                matchers.append(_decision_has(CACHE_TICKET_KEY))
+            result.append(
+                Route(
+                    name=f"vsr-{upstream.cluster}" + ("-store" if store else ""),
+                    match=RouteMatch(
+                        safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
+                    ),
+                    route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+                    request_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+                    ],
+                    response_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        _from_decision(vsr.SIGNALS, "signals"),
+                        _from_decision(vsr.TRACE, "trace"),
+                        _from_decision(vsr.CACHE, "cache"),
+                    ],
+                    typed_per_filter_config={} if store else dict(no_store),
+                )
+            )
     # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
     result.append(
-        Route(name="vsr-undecided", match=inference, route=RouteAction(cluster=undecided, timeout=timeout))
+        Route(
+            name="vsr-undecided",
+            match=inference,
+            route=RouteAction(cluster=undecided, timeout=timeout),
+            typed_per_filter_config=dict(no_store),
+        )
     )
     result.append(
         Route(
@@ -536,10 +603,22 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
             typed_per_filter_config={
                 "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(disabled=True)),
                 "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
+                **no_store,
             },
         )
     )
     return result
+
+
+def _no_cache_store(options: EnvoyOptions) -> dict[str, AnyMessage]:
+    """The per-route config that keeps the cache's store filter off a route."""
+    return {CACHE_STORE_FILTER: _typed(ExtProcPerRoute(disabled=True))} if options.cache else {}
+
+
+def _decision_has(key: str) -> MetadataMatcher:
+    return MetadataMatcher(
+        filter=DECISION_NAMESPACE, path=[MetadataMatcherPathSegment(key=key)], value=ValueMatcher(present_match=True)
+    )
 
 
 def _decision_is(key: str, value: str) -> MetadataMatcher:
@@ -691,6 +770,8 @@ def http_connection_manager(
     filters: list[HttpFilter] = []
     if with_ext_proc and options.flow == "one_message":
         filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)]
+        if options.cache:
+            filters.append(cache_store_filter(options))
     elif with_ext_proc:
         filters = [ext_proc_filter(options)]
     filters.append(HttpFilter(name="envoy.filters.http.router", typed_config=_typed(RouterFilter())))
@@ -872,6 +953,8 @@ def render(
     )
     one = options.flow == "one_message"
     filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)] if one else []
+    if one and options.cache:
+        filters.append(cache_store_filter(options))
     snippet_doc: dict[str, Any] = {
         "http_filters": [to_plain(f) for f in filters] or [to_plain(ext_proc_filter(options))],
         "clusters": [to_plain(ext_proc_cluster(options)), *([to_plain(undecided_cluster())] if one else [])],

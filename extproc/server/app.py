@@ -30,8 +30,9 @@ from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
+from extproc.cache.service import build_semantic_cache
 from extproc.observability.decision_log import DecisionLog
-from extproc.observability.metrics import Metrics, live_metrics
+from extproc.observability.metrics import Metrics, SemanticCacheMetrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
 from extproc.observability.recent import RecentDecisions
 from extproc.observability.tracing import build_tracer
@@ -150,6 +151,11 @@ class ExtProcServer:
         started = time.perf_counter()
         router = await asyncio.to_thread(self.router_factory, self.settings)
         policy = router.policy
+        cache = await asyncio.to_thread(build_semantic_cache, self.settings, router)
+        if cache is not None:
+            self.service.cache = cache
+            if self.metrics is not None:
+                self.metrics.add_source(SemanticCacheMetrics(cache).collect)
         if self.decision_log is not None:
             self.decision_log.register_policy(policy)
         self.reloader = PolicyReloader(
@@ -203,6 +209,8 @@ class ExtProcServer:
         self.service.router = None
         if router is not None:
             router.close()
+        if self.service.cache is not None:
+            await asyncio.to_thread(self.service.cache.close)
         if self.decision_log is not None:
             await asyncio.to_thread(self.decision_log.close)
         if self.admin is not None:

@@ -23,6 +23,12 @@ one `ProcessingResponse`:
 - response headers: add `x-vsr-decision`, `x-vsr-model`, `x-vsr-signals` (and a trace when
   debugging was asked for and allowed).
 
+**The cache's store phase** (one-message flow, `cache` set): on routes whose decision carries a
+cache ticket, a second ext_proc filter in observability mode streams the upstream's response
+headers and body here without waiting for answers; we answer nothing, reassemble the body and
+store it in the background (`extproc.cache.service`). A cache hit is answered at the request
+body like a reject: an immediate response, the upstream never called.
+
 Tracing (`tracer`, None unless `tracing.enabled`): a stream keeps a `StreamTrace` (its start, the W3C
 context from the call's gRPC metadata, the request headers or the `vsr.request` metadata, the
 outcome); the router's spans are built right after the decision is sent, and the stream's span ends
@@ -31,6 +37,7 @@ with the stream (`extproc.observability.tracing`). Off, every hook is one `is No
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import posixpath
@@ -50,6 +57,7 @@ from extproc.protocol.request import API_PATHS
 from extproc.server import mutations
 
 if TYPE_CHECKING:
+    from extproc.cache.service import CacheLookup, SemanticCache
     from extproc.observability.tracing import StreamTrace, StreamTracer
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
@@ -63,6 +71,10 @@ MAX_TRACE_CHARS = 4096
 # client's debug header (one-message flow).
 ATTRIBUTES = "envoy.filters.http.ext_proc"
 CLIENT_METADATA = "vsr.request"
+# In vsr.request: the configured tenant headers and the request's cache-control (envoy_config).
+TENANT_PREFIX = "tenant:"
+CACHE_CONTROL_KEY = "cache_control"
+TICKET_KEY = "cache_ticket"  # in vsr: what the store phase stores the answer as (the store routes match it)
 _TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -79,6 +91,15 @@ class _Stream:
     client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
     started: float = 0.0
     trace: StreamTrace | None = None  # only while tracing is on
+    tenant: dict[str, str] = field(default_factory=dict)  # the cache's tenant headers, from metadata
+    cache_control: str = ""
+    cache: CacheLookup | None = None
+    # the store phase (observability mode): the ticket, the upstream's status and body so far
+    store_ticket: str | None = None
+    store_status: int = 0
+    store_content_type: str = ""
+    store_body: bytearray = field(default_factory=bytearray)
+    store_overflow: bool = False
 
 
 class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
@@ -92,13 +113,16 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         debug_headers: bool = False,
         observer: Observer | None = None,
         tracer: StreamTracer | None = None,
+        cache: SemanticCache | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
         self.debug_headers = debug_headers
         self.observer = observer  # metrics and the decision log; None: nothing recorded
         self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
+        self.cache = cache  # the semantic cache; None: no lookups, no stores
         self.in_flight = 0
+        self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         stream = _Stream()
@@ -108,6 +132,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         try:
             async for request in request_iterator:
                 phase = request.WhichOneof("request")
+                if request.observability_mode:  # the cache's store phase: Envoy expects no answer
+                    self._observe(request, phase or "", stream)
+                    continue
                 started = time.perf_counter()
                 if not stream.started:
                     stream.started = started
@@ -139,6 +166,44 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
 
     # -- phases -------------------------------------------------------------------------------
 
+    def _observe(self, request: Any, phase: str, stream: _Stream) -> None:
+        """The store phase: collect the upstream's answer; store it once it is complete."""
+        cache = self.cache
+        if cache is None:
+            return
+        if phase == "response_headers":
+            meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
+            ticket = meta.fields.get(TICKET_KEY) if meta is not None else None
+            stream.store_ticket = ticket.string_value if ticket is not None else None
+            for header in request.response_headers.headers.headers:
+                key = header.key.lower()
+                if key == ":status":
+                    stream.store_status = int(_value(header) or 0)
+                elif key == "content-type":
+                    stream.store_content_type = _value(header)
+            end = request.response_headers.end_of_stream
+        elif phase == "response_body":
+            if len(stream.store_body) + len(request.response_body.body) > cache.settings.max_entry_bytes:
+                stream.store_overflow = True
+                stream.store_body = bytearray()
+            elif not stream.store_overflow:
+                stream.store_body += request.response_body.body
+            end = request.response_body.end_of_stream
+        else:
+            return
+        if not end or stream.store_ticket is None:
+            return
+        ticket, stream.store_ticket = stream.store_ticket, None
+        if stream.store_overflow:
+            cache.counters.stores["too_large"] += 1
+            return
+        task = asyncio.create_task(
+            cache.store(ticket, stream.store_status, stream.store_content_type, bytes(stream.store_body))
+        )
+        stream.store_body = bytearray()
+        self._stores.add(task)
+        task.add_done_callback(self._stores.discard)
+
     def _read_attributes(self, request: Any, stream: _Stream) -> None:
         """Path and request id from Envoy's attributes; the debug flag from the client metadata."""
         if ATTRIBUTES in request.attributes:
@@ -147,9 +212,16 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 stream.path = canonical_path(fields["request.path"].string_value)
             if "request.id" in fields:
                 stream.request_id = fields["request.id"].string_value or None
-        if self.debug_headers and CLIENT_METADATA in request.metadata_context.filter_metadata:
-            debug = request.metadata_context.filter_metadata[CLIENT_METADATA].fields.get("debug")
-            stream.debug = debug is not None and debug.string_value.strip().lower() in _TRUTHY
+        client = request.metadata_context.filter_metadata.get(CLIENT_METADATA)
+        if client is not None:
+            if self.debug_headers and "debug" in client.fields:
+                stream.debug = client.fields["debug"].string_value.strip().lower() in _TRUTHY
+            if self.cache is not None:
+                for key, value in client.fields.items():
+                    if key.startswith(TENANT_PREFIX):
+                        stream.tenant[key[len(TENANT_PREFIX) :]] = value.string_value
+                    elif key == CACHE_CONTROL_KEY:
+                        stream.cache_control = value.string_value
         if stream.trace is not None and CLIENT_METADATA in request.metadata_context.filter_metadata:
             stream.trace.read_metadata(request.metadata_context.filter_metadata[CLIENT_METADATA].fields)
         REQUEST_ID.set(stream.request_id)
@@ -221,6 +293,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             extproc_ms = (time.perf_counter() - stream.started) * 1000.0
             observer.outcome(outcome, request_id=stream.request_id, path=stream.path, body=body, extproc_ms=extproc_ms)
 
+        if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
+            stream.cache = await self.cache.lookup(
+                outcome, router.policy.spec, tenant=stream.tenant, cache_control=stream.cache_control
+            )
+            outcome.cache = stream.cache.to_dict() if stream.cache.state != "off" else None
+            if stream.cache.state == "hit":
+                return self._cache_hit(outcome, stream, stream.cache)
+
         if outcome.action == "route":
             upstream_headers = {k.lower(): v for k, v in outcome.request_headers().items()}
             self._log(stream, outcome.action, outcome.status, outcome.decision, upstream_headers)
@@ -237,6 +317,17 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         headers = {**self._client_headers(outcome, stream), **{k.lower(): v for k, v in immediate.headers.items()}}
         return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
 
+    def _cache_hit(self, outcome: RoutingOutcome, stream: _Stream, hit: CacheLookup) -> Any:
+        """A stored answer, served as an immediate response: the upstream is never called."""
+        self._log(stream, "cache_hit", 200, outcome.decision)
+        headers = self._client_headers(outcome, stream)
+        headers[vsr.CACHE] = "hit"
+        headers[vsr.CACHE_SIMILARITY] = f"{hit.similarity or 0.0:.3f}"
+        headers["content-type"] = hit.content_type
+        if hit.content_type == "text/event-stream":
+            headers["cache-control"] = "no-cache"
+        return mutations.immediate(200, headers, hit.body, details="vsr_cache_hit")
+
     @staticmethod
     def _decision_metadata(outcome: RoutingOutcome, stream: _Stream) -> dict[str, object]:
         """The decision for Envoy's routes (one-message flow): they match `cluster` and echo the rest."""
@@ -251,6 +342,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             metadata["trace"] = stream.client_headers[vsr.TRACE]
         if outcome.plugins.set_headers:
             metadata["headers"] = dict(outcome.plugins.set_headers)
+        lookup = stream.cache
+        if lookup is not None and lookup.state != "off":
+            metadata["cache"] = lookup.state
+            if lookup.ticket is not None:
+                metadata[TICKET_KEY] = lookup.ticket
         return metadata
 
     def _client_headers(self, outcome: RoutingOutcome, stream: _Stream) -> dict[str, str]:
