@@ -46,6 +46,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="ext_proc messages per request: the body only (default), or headers, body and response headers "
         "(for routers that match headers only, e.g. the service-mesh manifests)",
     )
+    parser.add_argument(
+        "--tenant-header",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a request header that keys the semantic cache's tenant partition (repeatable; default: "
+        "authorization; e.g. a header your auth filter sets)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="leave out the semantic cache's store phase and tenant headers"
+    )
     parser.set_defaults(func=run)
 
 
@@ -61,6 +72,8 @@ def options_from_args(args: argparse.Namespace) -> EnvoyOptions:
         admin_host=admin_host,
         admin_port=admin_port,
         flow="three_messages" if getattr(args, "flow", "one-message") == "three-messages" else "one_message",
+        cache=not getattr(args, "no_cache", False),
+        tenant_headers=tuple(h.lower() for h in getattr(args, "tenant_header", None) or ["authorization"]),
     )
 
 

@@ -974,9 +974,11 @@ def render(
             "- put the http_filters entries, in this order, before envoy.filters.http.router;\n"
             "- add the clusters to static_resources.clusters (or serve them over CDS);\n"
             "- set the HTTP connection manager's local_reply_config as below (a body-less POST gets a 400);\n"
-            "- route as below: one route per model cluster matching the `vsr.cluster` dynamic metadata\n"
-            "  (shown for the first cluster), the undecided route, then your fallback with ext_proc and\n"
-            "  buffer disabled; set per_connection_buffer_limit_bytes to at least 26 MiB (image bodies)."
+            "- route as below: per model cluster, the cache's store route (it also matches\n"
+            "  `vsr.cache_ticket`) then the plain one, both matching the `vsr.cluster` dynamic metadata\n"
+            "  (shown for the first cluster), the undecided route, then your fallback with ext_proc,\n"
+            "  buffer and vsr.cache_store disabled; set per_connection_buffer_limit_bytes to at least\n"
+            "  26 MiB (image bodies)."
         )
         if one
         else (

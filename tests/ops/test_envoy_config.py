@@ -58,6 +58,7 @@ def test_contract_values() -> None:
         "envoy.filters.http.header_mutation",
         "envoy.filters.http.ext_proc",
         "envoy.filters.http.buffer",
+        "vsr.cache_store",
         "envoy.filters.http.router",
     ]
     ext_proc = hcm["http_filters"][2]["typed_config"]
@@ -84,6 +85,19 @@ def test_contract_values() -> None:
         if "dynamic_metadata" in r["match"]
     }
     assert routed == {u.cluster: u.cluster for u in upstreams_from_policy(POLICY)}
+    # The cache's store filter: observability mode (the response passes undelayed), fail-open (a
+    # store lost, never a response), only `vsr` metadata (ours) forwarded, on store routes only.
+    store = hcm["http_filters"][4]["typed_config"]
+    assert store["observability_mode"] is True and store["failure_mode_allow"] is True
+    assert store["metadata_options"]["forwarding_namespaces"]["untyped"] == ["vsr"]
+    for route in routes:
+        matchers = route["match"].get("dynamic_metadata", [])
+        stores = any(m["path"][0]["key"] == "cache_ticket" for m in matchers)
+        disabled = route.get("typed_per_filter_config", {}).get("vsr.cache_store", {}).get("disabled", False)
+        assert stores != disabled, route["name"]
+        if stores:  # the store route of a cluster comes before its plain route
+            plain = next(i for i, r in enumerate(routes) if r["name"] == route["name"].removesuffix("-store"))
+            assert routes.index(route) < plain
     for route in routes:  # no route looks at a client header other than the method
         assert all(h["name"] == ":method" for h in route["match"].get("headers", []))
     assert routes[-2]["route"]["cluster"] == "vsr_undecided"

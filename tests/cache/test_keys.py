@@ -1,0 +1,82 @@
+"""What a request is cached under: partitions, contexts, exact keys."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+from PIL import Image
+
+from extproc.cache.keys import SHARED_PARTITION, cache_key, normalise, tenant_partition
+from extproc.protocol.openai import parse_request
+
+
+def chat(*turns: tuple[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"model": "auto", "messages": [{"role": r, "content": c} for r, c in turns], **extra}
+
+
+def key_of(body: dict[str, Any], model: str = "m", partition: str = "tA", path: str = "/v1/chat/completions") -> Any:
+    return cache_key(parse_request(body, path=path), model, partition)
+
+
+def png(color: tuple[int, int, int]) -> str:
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), color).save(out, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode()
+
+
+def test_partition_is_a_hash_of_the_tenant_headers_and_none_without_them() -> None:
+    alice = tenant_partition({"authorization": "Bearer alice"}, shared=False)
+    assert alice is not None and "alice" not in alice
+    assert alice == tenant_partition({"authorization": "Bearer alice"}, shared=False)
+    assert alice != tenant_partition({"authorization": "Bearer bob"}, shared=False)
+    assert tenant_partition({}, shared=False) is None
+    assert tenant_partition({"authorization": ""}, shared=False) is None
+    assert tenant_partition({}, shared=True) == SHARED_PARTITION
+
+
+def test_the_exact_key_ignores_case_and_spacing_of_the_last_turn_only() -> None:
+    a = key_of(chat(("user", "What is the  capital of France?")))
+    b = key_of(chat(("user", "what is the capital of france?")))
+    assert a.exact == b.exact and a.context == b.context
+    assert a.query == "What is the  capital of France?"  # embedded as sent
+    assert normalise(" A\u00a0B\n") == "a b"
+
+
+def test_everything_but_the_last_turn_is_context() -> None:
+    base = key_of(chat(("system", "Be brief."), ("user", "hi")))
+    assert key_of(chat(("system", "Be verbose."), ("user", "hi"))).context != base.context
+    assert key_of(chat(("user", "hi"))).context != base.context
+    history = key_of(chat(("system", "Be brief."), ("user", "a"), ("assistant", "b"), ("user", "hi")))
+    assert history.context != base.context and history.query == "hi"
+    assert key_of(chat(("system", "Be brief."), ("user", "hi")), model="other").context != base.context
+    assert key_of(chat(("system", "Be brief."), ("user", "hi")), partition="tB").context != base.context
+    shaped = key_of(chat(("system", "Be brief."), ("user", "hi"), response_format={"type": "json_object"}))
+    assert shaped.context != base.context
+    # sampling noise does not split the cache
+    assert key_of(chat(("system", "Be brief."), ("user", "hi"), temperature=0.2)).context == base.context
+
+
+def test_images_take_part_by_content_hash() -> None:
+    def with_image(uri: str) -> dict[str, Any]:
+        return chat(("user", [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": uri}}]))
+
+    red, blue = key_of(with_image(png((255, 0, 0)))), key_of(with_image(png((0, 0, 255))))
+    assert red.context != blue.context
+    assert red.exact == key_of(with_image(png((255, 0, 0)))).exact
+    assert key_of(chat(("user", "what is this?"))).context != red.context
+
+
+def test_uncacheable_requests_have_no_key() -> None:
+    remote = chat(("user", [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]))
+    assert key_of(remote) is None
+    assert key_of(chat(("system", "only a system prompt"))) is None
+    assert key_of(chat(("user", "   "))) is None
+
+
+def test_other_apis_have_keys_too() -> None:
+    completions = key_of({"model": "auto", "prompt": "Say hi"}, path="/v1/completions")
+    responses = key_of({"model": "auto", "input": "Say hi"}, path="/v1/responses")
+    assert completions is not None and responses is not None
+    assert completions.context != responses.context

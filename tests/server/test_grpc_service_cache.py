@@ -1,0 +1,174 @@
+"""The servicer's cache paths over a real gRPC channel: a miss hands out a store ticket, the
+observability-mode store stream stores the upstream's answer, the next request is a hit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from envoy.config.core.v3 import base_pb2
+from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
+
+from extproc.models.executor import HeavyExecutor
+from extproc.models.registry import ModelRegistry
+from extproc.policy.load import compile_text
+from extproc.router import Router
+from extproc.server.app import ExtProcServer
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
+from tests.server.test_grpc_service import Harness, body_only_msg, decision_of
+
+POLICY = """
+version: 1
+models:
+  - {name: general, cluster: general, upstream_model: llama}
+signals:
+  - {name: jailbreak, type: keyword, keywords: [jailbreak]}
+decisions:
+  - {name: block, priority: 10, when: {signal: jailbreak}, action: {type: reject, message: blocked}}
+default: {name: general, action: {type: route, models: [general]}, cache: {enabled: true}}
+"""
+
+ANSWER = json.dumps(
+    {"id": "chatcmpl-up", "model": "llama", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}]}
+).encode()
+
+
+def question(text: str = "What is the capital of France?") -> bytes:
+    return json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
+
+
+def with_tenant(message: Any, token: str | None = "Bearer alice", cache_control: str | None = None) -> Any:
+    fields = {}
+    if token is not None:
+        fields["tenant:authorization"] = token
+    if cache_control is not None:
+        fields["cache_control"] = cache_control
+    if fields:
+        message.metadata_context.filter_metadata["vsr.request"].update(fields)
+    return message
+
+
+def store_stream(ticket: str, chunks: list[bytes], status: str = "200") -> list[Any]:
+    """What Envoy's observability-mode store filter sends: response headers, then body chunks."""
+    headers = ep.ProcessingRequest(
+        observability_mode=True,
+        response_headers=ep.HttpHeaders(
+            headers=base_pb2.HeaderMap(
+                headers=[
+                    base_pb2.HeaderValue(key=":status", raw_value=status.encode()),
+                    base_pb2.HeaderValue(key="content-type", raw_value=b"application/json"),
+                ]
+            )
+        ),
+    )
+    headers.metadata_context.filter_metadata["vsr"].update({"cache_ticket": ticket, "cluster": "general"})
+    bodies = [
+        ep.ProcessingRequest(
+            observability_mode=True, response_body=ep.HttpBody(body=chunk, end_of_stream=i == len(chunks) - 1)
+        )
+        for i, chunk in enumerate(chunks)
+    ]
+    return [headers, *bodies]
+
+
+async def observe(harness: Harness, messages: list[Any]) -> list[Any]:
+    """Send without waiting for answers (Envoy's observability mode); whatever comes back is wrong."""
+    call = harness.stub.Process()
+    for message in messages:
+        await call.write(message)
+    await call.done_writing()
+    return [reply async for reply in call]
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    settings = Settings.load(None, environ={}).model_copy(deep=True)
+    settings.server.grpc_port = 0
+
+    def factory(s: Settings) -> Router:
+        executor = HeavyExecutor(1, None)
+        ctx = BuildContext(settings=s, executor=executor, models=ModelRegistry())
+        return Router(s, compile_text(POLICY, ctx), executor=executor, models=ctx.models)
+
+    server = ExtProcServer(settings, factory)
+    port = await server.start()
+    await server.load()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield Harness(server, channel)
+    await channel.close()
+    await server.stop()
+
+
+async def stored(harness: Harness, result: str = "stored", n: int = 1) -> None:
+    cache = harness.server.service.cache
+    assert cache is not None
+    for _ in range(200):
+        if cache.counters.stores[result] >= n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no store {result}: {cache.counters.stores}")
+
+
+def header_map(reply: Any) -> dict[str, str]:
+    return {h.header.key: h.header.raw_value.decode() for h in reply.immediate_response.headers.set_headers}
+
+
+async def test_miss_store_then_hit(harness: Harness) -> None:
+    [miss] = await harness.exchange(with_tenant(body_only_msg(question())))
+    decision = decision_of(miss)
+    assert decision["cache"] == "miss" and decision["decision"] == "general"
+    ticket = decision["cache_ticket"]
+    assert "alice" not in ticket  # the tenant travels hashed
+    assert await observe(harness, store_stream(ticket, [ANSWER[:20], ANSWER[20:]])) == []
+    await stored(harness)
+    [hit] = await harness.exchange(with_tenant(body_only_msg(question())))
+    assert hit.HasField("immediate_response") and hit.immediate_response.status.code == 200
+    headers = header_map(hit)
+    assert headers["x-vsr-cache"] == "hit" and headers["x-vsr-cache-similarity"] == "1.000"
+    assert headers["x-vsr-decision"] == "general" and headers["content-type"] == "application/json"
+    assert hit.immediate_response.body == ANSWER
+    # another tenant, and a request without one, are not served alice's answer
+    [other] = await harness.exchange(with_tenant(body_only_msg(question()), token="Bearer bob"))
+    assert decision_of(other)["cache"] == "miss"
+    [anonymous] = await harness.exchange(with_tenant(body_only_msg(question()), token=None))
+    assert decision_of(anonymous)["cache"] == "bypass" and "cache_ticket" not in decision_of(anonymous)
+
+
+async def test_no_cache_and_no_store_from_the_requests_cache_control(harness: Harness) -> None:
+    [miss] = await harness.exchange(with_tenant(body_only_msg(question("Name a colour."))))
+    await observe(harness, store_stream(decision_of(miss)["cache_ticket"], [ANSWER]))
+    await stored(harness)
+    [fresh] = await harness.exchange(with_tenant(body_only_msg(question("Name a colour.")), cache_control="no-cache"))
+    assert decision_of(fresh)["cache"] == "bypass" and "cache_ticket" in decision_of(fresh)
+    [unstored] = await harness.exchange(with_tenant(body_only_msg(question("Name a bird.")), cache_control="no-store"))
+    assert decision_of(unstored)["cache"] == "miss" and "cache_ticket" not in decision_of(unstored)
+
+
+async def test_rejects_are_never_cached(harness: Harness) -> None:
+    [reply] = await harness.exchange(with_tenant(body_only_msg(question("jailbreak now"))))
+    assert reply.immediate_response.status.code == 403
+    assert "x-vsr-cache" not in header_map(reply)
+
+
+async def test_bad_store_streams_lose_nothing_and_break_nothing(harness: Harness) -> None:
+    await observe(harness, store_stream("{not json", [ANSWER]))
+    await stored(harness, "bad_ticket")
+    [miss] = await harness.exchange(with_tenant(body_only_msg(question("Name a fish."))))
+    ticket = decision_of(miss)["cache_ticket"]
+    await observe(harness, store_stream(ticket, [ANSWER], status="500"))
+    await stored(harness, "status")
+    await observe(harness, store_stream(ticket, [b'{"choices": [']))  # cut short
+    await stored(harness, "not_json")
+    call = harness.stub.Process()  # a store stream that ends before the body does
+    for message in store_stream(ticket, [ANSWER[:10], ANSWER[10:]])[:2]:
+        await call.write(message)
+    await call.done_writing()
+    assert [r async for r in call] == []
+    [again] = await harness.exchange(with_tenant(body_only_msg(question("Name a fish."))))
+    assert decision_of(again)["cache"] == "miss"  # nothing was stored, and the server still answers
+    assert harness.server.service.in_flight == 0
