@@ -10,6 +10,10 @@ A request's cache identity has three parts:
 - the **query**: the last user turn's text, normalised (Unicode NFKC, case-folded, whitespace
   collapsed).
 
+The numbers in the last user turn belong to the context too: sentence embeddings barely move
+when only a number changes ("convert 5 km to miles" and "convert 50 km to miles" score above
+0.95), and such requests never want the same answer.
+
 The exact key hashes the context with the normalised query; a semantic hit needs the same
 partition and context and a similar query. A request carrying remote images (URLs, no content
 to hash) is not cacheable.
@@ -45,6 +49,7 @@ ANSWER_SHAPING_FIELDS = (
 )
 SHARED_PARTITION = "shared"
 _SPACES = re.compile(r"\s+")
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +93,12 @@ def cache_key(request: RoutingRequest, model: str, partition: str) -> CacheKey |
     ]
     images = [[i.message_index, i.sha256] for i in request.images]
     shaping: dict[str, Any] = {k: request.raw[k] for k in ANSWER_SHAPING_FIELDS if k in request.raw}
+    numbers = sorted(_NUMBER.findall(normalise(query)))
     context_doc = json.dumps(
-        [request.api.value, model, partition, earlier, images, shaping], ensure_ascii=False, sort_keys=True, default=str
+        [request.api.value, model, partition, earlier, images, shaping, numbers],
+        ensure_ascii=False,
+        sort_keys=True,
+        default=str,
     )
     context = hashlib.sha256(context_doc.encode("utf-8")).hexdigest()[:40]
     exact = hashlib.sha256(f"{context}\x00{normalise(query)}".encode()).hexdigest()[:40]

@@ -80,3 +80,10 @@ def test_other_apis_have_keys_too() -> None:
     responses = key_of({"model": "auto", "input": "Say hi"}, path="/v1/responses")
     assert completions is not None and responses is not None
     assert completions.context != responses.context
+
+
+def test_numbers_in_the_last_turn_split_the_context() -> None:
+    five = key_of(chat(("user", "Convert 5 km to miles")))
+    fifty = key_of(chat(("user", "Convert 50 km to miles")))
+    assert five.context != fifty.context
+    assert five.context == key_of(chat(("user", "How many miles are 5 km?"))).context
