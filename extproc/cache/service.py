@@ -252,6 +252,20 @@ def build_backend(settings: CacheSettings, dim: int) -> CacheBackend:
     return MemoryCache(settings.max_entries, settings.max_bytes)
 
 
+def explained(outcome: RoutingOutcome, policy: Policy) -> dict[str, Any] | None:
+    """The cache's part for `explain`: the decision's rule; no lookup (explain has no tenant)."""
+    rule = policy.cache_for(outcome.decision) if outcome.action == "route" else None
+    if rule is None:
+        return None
+    return {
+        "state": "not_looked_up",
+        "reason": "explain has no tenant",
+        "similarity": rule.similarity,
+        "ttl_s": rule.ttl_s,
+        "shared": rule.shared,
+    }
+
+
 def policy_caches(policy: Policy) -> bool:
     """Whether any decision of the policy caches its answers."""
     return any(

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from extproc.cache.service import explained
 from extproc.cli.common import load_settings, router_or_report
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
@@ -48,6 +49,7 @@ async def _explain_all(router: Router, args: argparse.Namespace) -> int:
             continue
         # Without --path the parser tells the API from the body (messages / input / prompt).
         outcome = await router.route(body, path=args.path or "")
+        outcome.cache = explained(outcome, router.policy.spec)
         if args.json:
             print(json.dumps({"file": name, **outcome.to_dict()}, ensure_ascii=False))
         else:
@@ -84,6 +86,13 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
             priority = "default" if d["priority"] is None else str(d["priority"])
             failed = d["failed_leaf"] or ""
             lines.append(f"  {d['name']:<24} {priority:>8}  {d['value']:<8} {failed}")
+    cache = data.get("cache")
+    if cache:
+        scope = "one shared partition" if cache["shared"] else "per tenant"
+        lines.append(
+            f"  cache: {data['decision']} caches answers (similarity {cache['similarity']}, ttl {cache['ttl_s']} s, "
+            f"{scope}); explain does not look up"
+        )
     for note in data["trace"]["notes"]:
         lines.append(f"  note: {note}")
     lines.append(f"  timings: {data['trace']['timings_ms']}")

@@ -100,6 +100,7 @@ class RequestRecord(TypedDict):
     body: NotRequired[str]  # capture only: the request body as text ...
     body_b64: NotRequired[str]  # ... or base64 when it is not UTF-8
     overload: NotRequired[str]  # "shed" (answered 429) or "fail_safe" (routed fail-safe)
+    cache: NotRequired[str]  # the semantic cache: hit, miss or bypass (with why, e.g. "bypass:no-cache")
 
 
 class PolicySignalRecord(TypedDict):
@@ -149,6 +150,7 @@ class _Entry:
     body: bytes | None
     held: int
     overload: str | None = None  # shed / fail_safe, when overload decided the request
+    cache: str | None = None  # state[:reason] of the semantic cache, when the decision caches
 
 
 class DecisionLog:
@@ -260,6 +262,9 @@ class DecisionLog:
             )  # fmt: skip
         if outcome.result.shed or outcome.result.fail_safe:
             entry.overload = "shed" if outcome.result.shed else "fail_safe"
+        if outcome.cache is not None:
+            reason = outcome.cache.get("reason")
+            entry.cache = f"{outcome.cache['state']}:{reason}" if reason else str(outcome.cache["state"])
         with self._lock:
             if self._closed or len(self._pending) >= self.settings.queue_size or self._held + held > QUEUE_BYTES_BUDGET:
                 self.dropped += 1
@@ -415,6 +420,8 @@ class DecisionLog:
         }
         if e.overload is not None:
             record["overload"] = e.overload
+        if e.cache is not None:
+            record["cache"] = e.cache
         if e.body is not None:
             try:
                 record["body"] = e.body.decode("utf-8")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
+from extproc.cache.service import explained
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
 from extproc.settings import SettingsError, is_loopback_host
 
@@ -249,6 +250,7 @@ class AdminServer:
             return _error(503, "the router is still loading its policy and models")
         path = query.get("path", [""])[0]  # empty: the parser tells the API from the body
         outcome = await router.route(body, path=path, request_id=headers.get("x-request-id"))
+        outcome.cache = explained(outcome, router.policy.spec)
         return json_response(200, outcome.to_dict())
 
     async def _policy(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:

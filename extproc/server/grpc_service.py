@@ -289,17 +289,17 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return _error(500, "Internal error while routing the request.", "server_error", "internal_error")
         if trace is not None:
             trace.outcome = outcome
-        if observer is not None:
-            extproc_ms = (time.perf_counter() - stream.started) * 1000.0
-            observer.outcome(outcome, request_id=stream.request_id, path=stream.path, body=body, extproc_ms=extproc_ms)
-
         if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
             stream.cache = await self.cache.lookup(
                 outcome, router.policy.spec, tenant=stream.tenant, cache_control=stream.cache_control
             )
             outcome.cache = stream.cache.to_dict() if stream.cache.state != "off" else None
-            if stream.cache.state == "hit":
-                return self._cache_hit(outcome, stream, stream.cache)
+        if observer is not None:
+            extproc_ms = (time.perf_counter() - stream.started) * 1000.0
+            observer.outcome(outcome, request_id=stream.request_id, path=stream.path, body=body, extproc_ms=extproc_ms)
+
+        if stream.cache is not None and stream.cache.state == "hit":
+            return self._cache_hit(outcome, stream, stream.cache)
 
         if outcome.action == "route":
             upstream_headers = {k.lower(): v for k, v in outcome.request_headers().items()}
