@@ -176,3 +176,33 @@ async def test_only_complete_answers_are_stored(setup: tuple[Router, SemanticCac
     assert await cache.store("{not a ticket", 200, "application/json", answer("x")) == "bad_ticket"
     assert (await ask(router, cache, chat("Count to three."))).state == "miss"
     assert cache.counters.stores["finish_reason"] == 1
+
+
+def test_check_refuses_a_cache_on_decisions_that_do_not_route(policy_errors: Callable[..., list[str]]) -> None:
+    errors = policy_errors(
+        """
+        decisions:
+          - {name: block, priority: 1, when: {signal: x}, action: {type: reject, message: blocked}, cache: {enabled: true}}
+        signals:
+          - {name: x, type: keyword, keywords: [x]}
+        default: {name: general, action: {type: route, models: [text-model]}}
+        """
+    )
+    assert any("only routed answers can be cached" in e for e in errors), errors
+    assert any("similarity" in e for e in policy_errors(
+        """
+        cache: {similarity: 1.5}
+        default: {name: general, action: {type: route, models: [text-model]}}
+        """
+    ))
+
+
+async def test_explain_shows_the_decisions_cache_rule(setup: tuple[Router, SemanticCache]) -> None:
+    from extproc.cache.service import explained
+
+    router, _ = setup
+    outcome = await router.route(chat("hello"))
+    assert explained(outcome, router.policy.spec) == {
+        "state": "not_looked_up", "reason": "explain has no tenant", "similarity": 0.9, "ttl_s": 60, "shared": False
+    }
+    assert explained(await router.route(chat("write an essay")), router.policy.spec) is None
