@@ -50,6 +50,11 @@ class CacheBackend(Protocol):
 
     def get(self, partition: str, exact: str, now: float) -> CacheEntry | None: ...
 
+    def may_have(self, partition: str, context: str) -> bool:
+        """False when no entry can share this partition and context (a semantic lookup is then
+        skipped before its candidate vector is even computed); True when unsure."""
+        ...
+
     def candidates(
         self, partition: str, context: str, vector: FloatArray, limit: int, now: float
     ) -> list[tuple[CacheEntry, float]]: ...
@@ -91,6 +96,9 @@ class MemoryCache:
                 return None
             self._entries.move_to_end(exact)
             return entry
+
+    def may_have(self, partition: str, context: str) -> bool:
+        return (partition, context) in self._by_context
 
     def candidates(
         self, partition: str, context: str, vector: FloatArray, limit: int, now: float

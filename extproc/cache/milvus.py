@@ -76,6 +76,9 @@ class MilvusCache:
             )
         return _entry(rows[0]) if rows else None
 
+    def may_have(self, partition: str, context: str) -> bool:
+        return True  # the search itself answers; another replica may have written the entry
+
     def candidates(
         self, partition: str, context: str, vector: FloatArray, limit: int, now: float
     ) -> list[tuple[CacheEntry, float]]:

@@ -154,6 +154,8 @@ class SemanticCache:
         )
 
     async def _semantic(self, key: CacheKey, similarity: float, now: float) -> tuple[CacheEntry | None, float]:
+        if not self.backend.may_have(key.partition, key.context):  # most misses end here, for free
+            return None, 0.0
         candidate = self.static.embed(key.query)
         found = await self._call(
             self.backend.candidates, key.partition, key.context, candidate, self.settings.candidates, now
