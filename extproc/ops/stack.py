@@ -315,6 +315,7 @@ def run_foreground(config: StackConfig) -> int:
                 f"  router admin http://127.0.0.1:{admin_port}: /metrics /healthz /v1/policy, POST /v1/explain",
                 f"  curl -s {url}/v1/chat/completions -H 'content-type: application/json' \\",
                 '    -d \'{"model":"auto","messages":[{"role":"user","content":"Hello!"}]}\' -i',
+                "  with -H 'authorization: Bearer me' the second identical request is a cache hit (x-vsr-cache).",
                 "Ctrl-C stops everything.",
                 "",
             ]
