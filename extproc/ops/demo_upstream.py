@@ -5,11 +5,22 @@ It stands in for a vLLM server: `/v1/chat/completions` (plain and streaming SSE)
 it: the `x-demo-upstream` response header carries the cluster name, `x-demo-model` the
 model id the body asked for (after the router rewrote it), and the reply text repeats both
 with the routing decision Envoy forwarded.
+
+A request may script the assistant's reply instead: the `x-demo-reply` header carries
+base64url JSON (padding optional, see `encode_demo_reply`) of an assistant message,
+`{"content": "..." | null, "tool_calls": [{"id", "type", "function": {"name", "arguments"}}]}`.
+Chat Completions return it as `choices[0].message` (finish_reason `tool_calls` or `stop`),
+streamed as a vLLM server streams it (tool-call arguments in several fragments); the
+Responses API returns a `message` item for the content and a `function_call` item per tool
+call, streamed with the `response.*` events. A header that does not decode gets a 400 with
+error code `bad_demo_reply`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import functools
 import json
@@ -23,7 +34,17 @@ from typing import Any
 log = logging.getLogger("extproc.ops.demo_upstream")
 
 MAX_BODY = 64 * 1024 * 1024
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large"}
+_REASONS = {
+    200: "OK",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    500: "Internal Server Error",
+}
+DEMO_REPLY_HEADER = "x-demo-reply"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,21 +89,26 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
             key, value = line.split(":", 1)
             headers[key.strip().lower()] = value.strip()
     body = b""
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        parts = []
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")
-                break
-            parts.append(await reader.readexactly(size))
-            await reader.readexactly(2)
-        body = b"".join(parts)
-    elif "content-length" in headers:
-        length = int(headers["content-length"])
-        if length > MAX_BODY:
-            raise _HttpError(413, "body too large")
-        body = await reader.readexactly(length)
+    try:
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    await reader.readuntil(b"\r\n")
+                    break
+                if size > MAX_BODY:
+                    raise _HttpError(413, "body too large")
+                parts.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+            body = b"".join(parts)
+        elif "content-length" in headers:
+            length = int(headers["content-length"])
+            if length > MAX_BODY:
+                raise _HttpError(413, "body too large")
+            body = await reader.readexactly(max(length, 0))
+    except (ValueError, asyncio.LimitOverrunError) as exc:  # a size that is not a number, a runaway line
+        raise _HttpError(400, f"bad body framing: {exc}") from exc
     return _Request(method.upper(), target.split("?", 1)[0], headers, body)
 
 
@@ -94,6 +120,98 @@ def _head(status: int, headers: dict[str, str]) -> bytes:
 
 def _error(message: str, code: str = "invalid_request") -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "code": code, "param": None}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """The assistant message to send: the echo text, or what `x-demo-reply` scripted."""
+
+    content: str | None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    scripted: bool = True
+
+    @property
+    def finish_reason(self) -> str:
+        return "tool_calls" if self.tool_calls else "stop"
+
+    @property
+    def text(self) -> str:
+        return self.content or ""
+
+
+def encode_demo_reply(message: dict[str, Any]) -> str:
+    """The `x-demo-reply` header value for an assistant message: base64url JSON without padding."""
+    raw = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_demo_reply(value: str) -> _Reply:
+    """Parse an `x-demo-reply` header value; `ValueError` says what is wrong with it."""
+    raw = value.strip().rstrip("=")
+    try:
+        data = base64.b64decode((raw + "=" * (-len(raw) % 4)).encode("ascii"), altchars=b"-_", validate=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        raise ValueError(f"{DEMO_REPLY_HEADER} is not base64url: {exc}") from exc
+    try:
+        message = json.loads(data)
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise ValueError(f"{DEMO_REPLY_HEADER} is not JSON: {exc}") from exc
+    if not isinstance(message, dict):
+        raise ValueError(f"{DEMO_REPLY_HEADER} must be a JSON object (an assistant message)")
+    if "content" not in message and "tool_calls" not in message:
+        raise ValueError(f"{DEMO_REPLY_HEADER} needs `content` and/or `tool_calls`")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"{DEMO_REPLY_HEADER}: `content` must be a string or null")
+    raw_calls = message.get("tool_calls")
+    if raw_calls is None:
+        raw_calls = []
+    if not isinstance(raw_calls, list):
+        raise ValueError(f"{DEMO_REPLY_HEADER}: `tool_calls` must be a list")
+    return _Reply(content, tuple(_tool_call(index, call) for index, call in enumerate(raw_calls)))
+
+
+def _tool_call(index: int, call: Any) -> dict[str, Any]:
+    """One tool call in OpenAI chat format, `id` and `type` filled in when missing."""
+    where = f"{DEMO_REPLY_HEADER}: tool_calls[{index}]"
+    if not isinstance(call, dict):
+        raise ValueError(f"{where} must be an object")
+    function = call.get("function", {"name": call.get("name"), "arguments": call.get("arguments")})
+    if not isinstance(function, dict):
+        raise ValueError(f"{where}.function must be an object")
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where}.function.name must be a non-empty string")
+    arguments = function.get("arguments")
+    if arguments is None:
+        arguments = "{}"
+    elif not isinstance(arguments, str):
+        arguments = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+    if not isinstance(call_id, str):
+        raise ValueError(f"{where}.id must be a string")
+    return {
+        "id": call_id,
+        "type": str(call.get("type") or "function"),
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """`text` cut into at most `count` non-empty consecutive pieces (none for "")."""
+    count = max(1, min(count, len(text)))
+    size, extra = divmod(len(text), count)
+    pieces, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return [p for p in pieces if p]
+
+
+def _argument_pieces(arguments: str) -> list[str]:
+    """Tool-call arguments in several fragments (3 or more when long enough), as vLLM streams them."""
+    return _pieces(arguments, max(3, min(8, len(arguments) // 8)))
 
 
 def _last_user_text(payload: dict[str, Any]) -> str:
@@ -194,92 +312,125 @@ class DemoServer:
             await self._send_json(writer, upstream, 400, _error(f"invalid JSON body: {exc}"), "", close)
             return
         model = str(payload.get("model") or "")
-        text = (
-            f"[demo upstream cluster={upstream.cluster} model={model} "
-            f"decision={request.headers.get('x-vsr-decision', '-')}] you said: {_last_user_text(payload)}"
-        )
-        await handler(upstream, payload, model, text, writer, close)
+        scripted = request.headers.get(DEMO_REPLY_HEADER)
+        if scripted is not None:
+            try:
+                reply = decode_demo_reply(scripted)
+            except ValueError as exc:
+                await self._send_json(writer, upstream, 400, _error(str(exc), "bad_demo_reply"), model, close)
+                return
+        else:
+            reply = _Reply(
+                f"[demo upstream cluster={upstream.cluster} model={model} "
+                f"decision={request.headers.get('x-vsr-decision', '-')}] you said: {_last_user_text(payload)}",
+                scripted=False,
+            )
+        await handler(upstream, payload, model, reply, writer, close)
 
     async def _chat(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, text: str, writer: Any, close: bool
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
     ) -> None:
         rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
         created = int(time.time())
         if payload.get("stream"):
-            chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
-            chunks += [{"content": word + " "} for word in text.split(" ")]
-            events = [
-                {
-                    "id": rid,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
-                }
-                for delta in chunks
+            deltas: list[dict[str, Any]] = [
+                {"role": "assistant", "content": None if reply.content is None and reply.tool_calls else ""}
             ]
-            events.append(
-                {
-                    "id": rid,
-                    "object": "chat.completion.chunk",
-                    "created": created,
-                    "model": model,
-                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                }
-            )
-            await self._send_sse(writer, upstream, model, events, close)
+            if reply.scripted:  # the content exactly, in a few pieces
+                deltas += [{"content": piece} for piece in _pieces(reply.text, 3)]
+            else:  # the echo, word by word
+                deltas += [{"content": word + " "} for word in reply.text.split(" ")]
+            for index, call in enumerate(reply.tool_calls):
+                function = call["function"]
+                deltas.append(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": call["type"],
+                                "function": {"name": function["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+                deltas += [
+                    {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                    for piece in _argument_pieces(function["arguments"])
+                ]
+            choices: list[dict[str, Any]] = [{"index": 0, "delta": delta, "finish_reason": None} for delta in deltas]
+            choices.append({"index": 0, "delta": {}, "finish_reason": reply.finish_reason})
+            events = [
+                {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [c]}
+                for c in choices
+            ]
+            await self._send_sse(writer, upstream, model, _chat_frames(events), close)
             return
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.tool_calls:
+            message["tool_calls"] = list(reply.tool_calls)
         body = {
             "id": rid,
             "object": "chat.completion",
             "created": created,
             "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
-            "usage": _usage(text),
+            "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
+            "usage": _usage(reply.text),
         }
         await self._send_json(writer, upstream, 200, body, model, close)
 
     async def _completions(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, text: str, writer: Any, close: bool
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
     ) -> None:
         body = {
             "id": f"cmpl-{uuid.uuid4().hex[:16]}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [{"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}],
-            "usage": _usage(text),
+            "choices": [{"index": 0, "text": reply.text, "finish_reason": "stop", "logprobs": None}],
+            "usage": _usage(reply.text),
         }
         await self._send_json(writer, upstream, 200, body, model, close)
 
     async def _responses(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, text: str, writer: Any, close: bool
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
     ) -> None:
-        body = {
-            "id": f"resp_{uuid.uuid4().hex[:16]}",
-            "object": "response",
-            "created_at": int(time.time()),
-            "status": "completed",
-            "model": model,
-            "output": [
+        items: list[dict[str, Any]] = []
+        if reply.content is not None or not reply.tool_calls:
+            items.append(
                 {
                     "type": "message",
                     "id": f"msg_{uuid.uuid4().hex[:12]}",
                     "role": "assistant",
                     "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
                 }
-            ],
-            "output_text": text,
-            "usage": {"input_tokens": 1, "output_tokens": len(text.split()), "total_tokens": 1 + len(text.split())},
+            )
+        items += [
+            {
+                "type": "function_call",
+                "id": f"fc_{uuid.uuid4().hex[:12]}",
+                "call_id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+                "status": "completed",
+            }
+            for call in reply.tool_calls
+        ]
+        words = len(reply.text.split()) + sum(len(c["function"]["arguments"]) // 4 for c in reply.tool_calls)
+        body: dict[str, Any] = {
+            "id": f"resp_{uuid.uuid4().hex[:16]}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": model,
+            "output": items,
+            "output_text": reply.text,
+            "usage": {"input_tokens": 1, "output_tokens": words, "total_tokens": 1 + words},
         }
+        if payload.get("stream"):
+            await self._send_sse(writer, upstream, model, _responses_frames(body), close)
+            return
         await self._send_json(writer, upstream, 200, body, model, close)
 
     def _headers(self, upstream: DemoUpstream, model: str, content_type: str) -> dict[str, str]:
@@ -297,7 +448,7 @@ class DemoServer:
         await writer.drain()
 
     async def _send_sse(
-        self, writer: Any, upstream: DemoUpstream, model: str, events: list[dict[str, Any]], close: bool
+        self, writer: Any, upstream: DemoUpstream, model: str, frames: list[bytes], close: bool
     ) -> None:
         headers = self._headers(upstream, model, "text/event-stream")
         headers["cache-control"] = "no-cache"
@@ -305,7 +456,6 @@ class DemoServer:
         if close:
             headers["connection"] = "close"
         writer.write(_head(200, headers))
-        frames = [f"data: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
         for index, frame in enumerate(frames):
             writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
             await writer.drain()
@@ -313,6 +463,50 @@ class DemoServer:
                 await asyncio.sleep(upstream.stream_delay_s)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+def _chat_frames(events: list[dict[str, Any]]) -> list[bytes]:
+    """Chat Completions SSE: `data:` lines, then `data: [DONE]`."""
+    return [f"data: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events] + [b"data: [DONE]\n\n"]
+
+
+def _responses_frames(response: dict[str, Any]) -> list[bytes]:
+    """Responses API SSE for a finished `response`: typed `event:`/`data:` frames, no `[DONE]`."""
+    events: list[dict[str, Any]] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append({"type": kind, "sequence_number": len(events), **fields})
+
+    pending = {**response, "status": "in_progress", "output": [], "output_text": "", "usage": None}
+    emit("response.created", response=pending)
+    emit("response.in_progress", response=pending)
+    for index, item in enumerate(response["output"]):
+        item_id = item["id"]
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            emit(
+                "response.output_item.added", output_index=index, item={**item, "status": "in_progress", "content": []}
+            )
+            empty = {"type": "output_text", "text": "", "annotations": []}
+            where = {"item_id": item_id, "output_index": index, "content_index": 0}
+            emit("response.content_part.added", **where, part=empty)
+            for piece in _pieces(text, 3):
+                emit("response.output_text.delta", **where, delta=piece)
+            emit("response.output_text.done", **where, text=text)
+            emit("response.content_part.done", **where, part=item["content"][0])
+        else:
+            arguments = item["arguments"]
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            for piece in _argument_pieces(arguments):
+                emit("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece)
+            emit("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments)
+        emit("response.output_item.done", output_index=index, item=item)
+    emit("response.completed", response=response)
+    return [f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events]
 
 
 def _usage(text: str) -> dict[str, int]:
