@@ -30,7 +30,7 @@ import yaml
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
 from extproc.protocol.request import API_PATHS
-from extproc.server.grpc_service import CACHE_CONTROL_KEY
+from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
 from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 
@@ -94,6 +94,7 @@ with warnings.catch_warnings():
     from envoy_data_plane.envoy.extensions.filters.http.buffer.v3 import Buffer, BufferPerRoute
     from envoy_data_plane.envoy.extensions.filters.http.ext_proc.v3 import (
         ExternalProcessor,
+        ExtProcOverrides,
         ExtProcPerRoute,
         MetadataOptions,
         MetadataOptionsMetadataNamespaces,
@@ -152,6 +153,8 @@ DECISION_NAMESPACE = "vsr"  # dynamic metadata ext_proc writes: cluster, decisio
 CLIENT_NAMESPACE = "vsr.request"  # dynamic metadata from the client's x-vsr-debug header
 # The semantic cache's store phase: a second ext_proc filter, enabled only on store routes.
 CACHE_STORE_FILTER = "vsr.cache_store"
+TOOL_RULES_FILTER = "vsr.tool_rules"  # the tool rules' response phase, enabled only on respond routes
+DEMO_REPLY_HEADER = "x-demo-reply"  # scripts the demo upstream's answer; removed on routes to real servers
 MiB = 1024 * 1024
 # The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
 # own path normalisation these are every spelling an upstream would serve as an inference call.
@@ -172,7 +175,13 @@ class Upstream:
     cluster: str
     host: str
     port: int
-    models: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()  # the policy models it serves; for an MCP server, its name
+    kind: Literal["model", "mcp"] = "model"
+
+    @property
+    def demo(self) -> bool:
+        """On loopback: a demo server (make run, tests), which may be scripted by x-demo-reply."""
+        return self.host in ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +233,10 @@ class EnvoyOptions:
     # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
     cache: bool = True
     tenant_headers: tuple[str, ...] = ("authorization",)
+    # One-message flow: the tool rules' response phase (a third ext_proc filter, enabled on routes
+    # whose decision asks for it) and the MCP path (routes to the policy's MCP servers).
+    tool_rules: bool = True
+    mcp_path: str = "/mcp"
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -255,7 +268,8 @@ def upstreams_from_policy(policy_path: Path | str, overrides: Mapping[str, str] 
             )
         names = [*previous[1], name] if previous else [name]
         by_cluster[cluster] = ((previous[0] if previous else None) or address, names)
-    unknown = set(overrides) - set(by_cluster)
+    mcp_clusters = {u.cluster for u in mcp_upstreams_from_policy(policy_path, {}, strict=False)}
+    unknown = set(overrides) - set(by_cluster) - mcp_clusters
     if unknown:
         raise ValueError(f"--upstream names unknown cluster(s): {', '.join(sorted(unknown))}")
     result = []
@@ -268,6 +282,30 @@ def upstreams_from_policy(policy_path: Path | str, overrides: Mapping[str, str] 
             )
         host, port = parse_address(str(chosen))
         result.append(Upstream(cluster=cluster, host=host, port=port, models=tuple(names)))
+    return result
+
+
+def mcp_upstreams_from_policy(
+    policy_path: Path | str, overrides: Mapping[str, str] | None = None, *, strict: bool = True
+) -> list[Upstream]:
+    """One upstream per MCP server of the policy (`mcp.servers`: name, cluster, address)."""
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    section = data.get("mcp") if isinstance(data, dict) else None
+    servers = section.get("servers") if isinstance(section, dict) else None
+    overrides = dict(overrides or {})
+    result: list[Upstream] = []
+    for index, server in enumerate(servers if isinstance(servers, list) else []):
+        if not isinstance(server, dict) or "cluster" not in server:
+            continue
+        cluster = str(server["cluster"])
+        chosen = overrides.get(cluster) or server.get("address")
+        if not chosen:
+            if strict:
+                raise ValueError(f"{policy_path}: mcp.servers[{index}] ({cluster}) has no address")
+            chosen = "127.0.0.1:1"
+        host, port = parse_address(str(chosen))
+        name = str(server.get("name", cluster))
+        result.append(Upstream(cluster=cluster, host=host, port=port, models=(name,), kind="mcp"))
     return result
 
 
@@ -415,6 +453,37 @@ def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
     return HttpFilter(name=CACHE_STORE_FILTER, typed_config=_typed(config))
 
 
+def tool_rules_filter(options: EnvoyOptions) -> HttpFilter:
+    """The tool rules' response phase: nothing is sent by default; a respond route turns on the
+    response headers and the body (buffered for JSON, streamed for SSE) for requests whose tool
+    calls the policy judges. Fail closed: an answer that cannot be judged is not delivered."""
+    config = ExternalProcessor(
+        grpc_service=GrpcService(
+            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
+        ),
+        failure_mode_allow=options.failure_mode_allow,
+        status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
+        processing_mode=_respond_mode(None),
+        message_timeout=_duration(options.message_timeout_s),
+        stat_prefix="vsr_tools",
+        metadata_options=MetadataOptions(
+            forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
+        ),
+    )
+    return HttpFilter(name=TOOL_RULES_FILTER, typed_config=_typed(config))
+
+
+def _respond_mode(body: ProcessingModeBodySendMode | None) -> ProcessingMode:
+    return ProcessingMode(
+        request_header_mode=ProcessingModeHeaderSendMode.SKIP,
+        request_body_mode=ProcessingModeBodySendMode.NONE,
+        response_header_mode=ProcessingModeHeaderSendMode.SKIP if body is None else ProcessingModeHeaderSendMode.SEND,
+        response_body_mode=ProcessingModeBodySendMode.NONE if body is None else body,
+        request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+        response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+    )
+
+
 def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilter]:
     """Before ext_proc: the client's debug request moves to metadata, then every client x-vsr-*
     header is removed, so nothing a client sends reaches ext_proc's decision or an upstream.
@@ -542,10 +611,16 @@ def upstream_cluster(upstream: Upstream, options: EnvoyOptions) -> Cluster:
     )
 
 
-def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> list[Route]:
-    """One route per cluster, then the fallback for requests the server passes through (model
-    lists, health). One-message flow: inference routes match the `vsr.cluster` metadata only
-    ext_proc writes, undecided inference requests are refused, and the fallback skips ext_proc."""
+def routes(
+    upstreams: Sequence[Upstream],
+    default_cluster: str,
+    options: EnvoyOptions,
+    mcp_upstreams: Sequence[Upstream] = (),
+) -> list[Route]:
+    """The routes, in match order. One-message flow, per model cluster: one route per combination
+    of what the decision asks for (a cache store ticket; a response phase for its tool calls),
+    all matching the `vsr.cluster` metadata only ext_proc writes; then the MCP servers' routes;
+    then the undecided inference requests (refused); then the fallback, which skips ext_proc."""
     if options.flow == "three_messages":
         return _header_routes(upstreams, default_cluster, options)
     timeout = _duration(options.route_timeout_s)
@@ -553,37 +628,51 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
         safe_regex=RegexMatcher(regex=INFERENCE_PATH_REGEX),
         headers=[HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))],
     )
-    no_store = _no_cache_store(options)
+    off = {**_no_cache_store(options), **_no_tool_rules(options)}
     result = []
+    stores = [True, False] if options.cache else [False]
+    responds: list[str | None] = ["stream", "json", None] if options.tool_rules else [None]
     for upstream in upstreams:
-        # The store route (cache on): the decision carries a store ticket, the store filter runs.
-        stores = [True, False] if options.cache else [False]
-        for store in stores:
-            matchers = [_decision_is("cluster", upstream.cluster)]
-            if store:
-                matchers.append(_decision_has(CACHE_TICKET_KEY))
-            result.append(
-                Route(
-                    name=f"vsr-{upstream.cluster}" + ("-store" if store else ""),
-                    match=RouteMatch(
-                        safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
-                    ),
-                    route=RouteAction(cluster=upstream.cluster, timeout=timeout),
-                    request_headers_to_add=[
-                        _from_decision(vsr.DECISION, "decision"),
-                        _from_decision(vsr.MODEL, "model"),
-                        *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
-                    ],
-                    response_headers_to_add=[
-                        _from_decision(vsr.DECISION, "decision"),
-                        _from_decision(vsr.MODEL, "model"),
-                        _from_decision(vsr.SIGNALS, "signals"),
-                        _from_decision(vsr.TRACE, "trace"),
-                        _from_decision(vsr.CACHE, "cache"),
-                    ],
-                    typed_per_filter_config={} if store else dict(no_store),
+        for respond in responds:
+            for store in stores:
+                matchers = [_decision_is("cluster", upstream.cluster)]
+                per_filter: dict[str, AnyMessage] = {}
+                suffix = ""
+                if respond is not None:
+                    matchers.append(_decision_is(RESPOND_KEY, respond))
+                    per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
+                    suffix += f"-tools-{respond}"
+                elif options.tool_rules:
+                    per_filter.update(_no_tool_rules(options))
+                if store:
+                    matchers.append(_decision_has(CACHE_TICKET_KEY))
+                    suffix += "-store"
+                else:
+                    per_filter.update(_no_cache_store(options))
+                result.append(
+                    Route(
+                        name=f"vsr-{upstream.cluster}{suffix}",
+                        match=RouteMatch(
+                            safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
+                        ),
+                        route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+                        request_headers_to_add=[
+                            _from_decision(vsr.DECISION, "decision"),
+                            _from_decision(vsr.MODEL, "model"),
+                            *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+                        ],
+                        request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
+                        response_headers_to_add=[
+                            _from_decision(vsr.DECISION, "decision"),
+                            _from_decision(vsr.MODEL, "model"),
+                            _from_decision(vsr.SIGNALS, "signals"),
+                            _from_decision(vsr.TRACE, "trace"),
+                            _from_decision(vsr.CACHE, "cache"),
+                        ],
+                        typed_per_filter_config=per_filter,
+                    )
                 )
-            )
+    result.extend(_mcp_routes(mcp_upstreams, options, off))
     # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
@@ -592,7 +681,7 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
             name="vsr-undecided",
             match=inference,
             route=RouteAction(cluster=undecided, timeout=timeout),
-            typed_per_filter_config=dict(no_store),
+            typed_per_filter_config=dict(off),
         )
     )
     result.append(
@@ -603,11 +692,71 @@ def routes(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOp
             typed_per_filter_config={
                 "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(disabled=True)),
                 "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
-                **no_store,
+                **off,
             },
         )
     )
     return result
+
+
+def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: Mapping[str, AnyMessage]) -> list[Route]:
+    """MCP (streamable HTTP) on `mcp_path`: a POST is decided by ext_proc (tools/call judged) and
+    routed to the server's cluster, tools/list through the response phase (denied tools hidden);
+    an undecided POST is refused; GET / DELETE (the session's event stream, its end) go to the
+    first server unexamined: they carry no tool call."""
+    if not mcp_upstreams:
+        return []
+    timeout = _duration(options.route_timeout_s)
+    path = HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))
+    out: list[Route] = []
+    for upstream in mcp_upstreams:
+        for respond in (["mcp_list", None] if options.tool_rules else [None]):
+            matchers = [_decision_is("cluster", upstream.cluster)]
+            per_filter: dict[str, AnyMessage] = dict(_no_cache_store(options))
+            if respond is not None:
+                matchers.append(_decision_is(RESPOND_KEY, respond))
+                per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
+            else:
+                per_filter.update(_no_tool_rules(options))
+            out.append(
+                Route(
+                    name=f"vsr-mcp-{upstream.cluster}" + ("-list" if respond else ""),
+                    match=RouteMatch(path=options.mcp_path, headers=[path], dynamic_metadata=matchers),
+                    route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+                    response_headers_to_add=[_from_decision(vsr.DECISION, "decision")],
+                    typed_per_filter_config=per_filter,
+                )
+            )
+    out.append(
+        Route(
+            name="vsr-mcp-undecided",
+            match=RouteMatch(path=options.mcp_path, headers=[path]),
+            route=RouteAction(cluster=UNDECIDED_CLUSTER, timeout=timeout),
+            typed_per_filter_config=dict(off),
+        )
+    )
+    out.append(
+        Route(
+            name="vsr-mcp-session",
+            match=RouteMatch(path=options.mcp_path),
+            route=RouteAction(cluster=mcp_upstreams[0].cluster, timeout=timeout),
+            typed_per_filter_config={
+                "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(disabled=True)),
+                "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
+                **off,
+            },
+        )
+    )
+    return out
+
+
+def _no_tool_rules(options: EnvoyOptions) -> dict[str, AnyMessage]:
+    return {TOOL_RULES_FILTER: _typed(ExtProcPerRoute(disabled=True))} if options.tool_rules else {}
+
+
+def _respond_override(respond: str) -> AnyMessage:
+    body = ProcessingModeBodySendMode.STREAMED if respond == "stream" else ProcessingModeBodySendMode.BUFFERED
+    return _typed(ExtProcPerRoute(overrides=ExtProcOverrides(processing_mode=_respond_mode(body))))
 
 
 def _no_cache_store(options: EnvoyOptions) -> dict[str, AnyMessage]:
@@ -772,6 +921,8 @@ def http_connection_manager(
         filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)]
         if options.cache:
             filters.append(cache_store_filter(options))
+        if options.tool_rules:
+            filters.append(tool_rules_filter(options))
     elif with_ext_proc:
         filters = [ext_proc_filter(options)]
     filters.append(HttpFilter(name="envoy.filters.http.router", typed_config=_typed(RouterFilter())))
@@ -822,9 +973,16 @@ def listener(name: str, host: str, port: int, hcm: HttpConnectionManager, option
     )
 
 
-def bootstrap(upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions) -> Bootstrap:
-    hcm = http_connection_manager(routes(upstreams, default_cluster, options), options)
-    clusters = [ext_proc_cluster(options), *(upstream_cluster(u, options) for u in upstreams), *options.extra_clusters]
+def bootstrap(
+    upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions, mcp_upstreams: Sequence[Upstream] = ()
+) -> Bootstrap:
+    mcp_upstreams = mcp_upstreams if options.flow == "one_message" else ()
+    hcm = http_connection_manager(routes(upstreams, default_cluster, options, mcp_upstreams), options)
+    clusters = [
+        ext_proc_cluster(options),
+        *(upstream_cluster(u, options) for u in [*upstreams, *mcp_upstreams]),
+        *options.extra_clusters,
+    ]
     if options.flow == "one_message":
         clusters.append(undecided_cluster())
     if options.tracing is not None:
@@ -939,10 +1097,11 @@ def render(
     if not options.plugin_headers:
         options = replace(options, plugin_headers=plugin_header_names(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)
+    mcp_upstreams = mcp_upstreams_from_policy(policy_path, overrides)
     default = default_cluster_of(policy_path, upstreams)
     name = Path(policy_path).name
     full = to_yaml(
-        to_plain(bootstrap(upstreams, default, options)),
+        to_plain(bootstrap(upstreams, default, options, mcp_upstreams)),
         header=(
             f"Generated by `extproc envoy-config --policy {_display(policy_path)}` from {name}; do not edit by hand.\n"
             f"Listener http://{options.listener_host}:{options.listener_port}, ext_proc gRPC "
@@ -955,6 +1114,8 @@ def render(
     filters = [*client_header_filters(options), ext_proc_filter(options), buffer_filter(options)] if one else []
     if one and options.cache:
         filters.append(cache_store_filter(options))
+    if one and options.tool_rules:
+        filters.append(tool_rules_filter(options))
     snippet_doc: dict[str, Any] = {
         "http_filters": [to_plain(f) for f in filters] or [to_plain(ext_proc_filter(options))],
         "clusters": [to_plain(ext_proc_cluster(options)), *([to_plain(undecided_cluster())] if one else [])],

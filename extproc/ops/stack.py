@@ -27,7 +27,14 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from extproc.ops.envoy_config import EXT_PROC_CLUSTER, EnvoyOptions, envoy_binary, render, upstreams_from_policy
+from extproc.ops.envoy_config import (
+    EXT_PROC_CLUSTER,
+    EnvoyOptions,
+    envoy_binary,
+    mcp_upstreams_from_policy,
+    render,
+    upstreams_from_policy,
+)
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
 
 _HANDED_OUT: set[int] = set()
@@ -138,6 +145,10 @@ class Stack:
                 self._wait(
                     deadline, f"demo upstream {upstream.cluster}", partial(port_open, upstream.host, upstream.port)
                 )
+            for server in mcp_upstreams_from_policy(cfg.policy, cfg.upstream_overrides):
+                listen = f"{server.host}:{server.port}"
+                self._spawn(f"mcp:{server.cluster}", [python, "-m", "extproc.ops.demo_mcp", "--listen", listen])
+                self._wait(deadline, f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port))
 
         self.start_server(deadline)
 
@@ -181,7 +192,7 @@ class Stack:
 
     def stop(self) -> None:
         """Envoy first, then the server (SIGTERM: it drains), then the upstreams."""
-        for name in ("envoy", "extproc", "upstream"):
+        for name in ("envoy", "extproc", "upstream", *(n for n in self.procs if n.startswith("mcp:"))):
             self.stop_process(name)
         for pump in self._pumps:
             pump.join(timeout=2)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
-from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction
+from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction, ToolRule
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import SignalResult, SignalStatus
 
@@ -272,3 +272,19 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
         return model
     return None
 
+
+
+def decide_tool_call(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> ToolRule | None:
+    """The first tool rule, by priority, that is true for one tool call's signal results (None:
+    no rule fired). Unknown results follow each signal's `on_error`, as for requests: safety
+    signals fail closed, so a detector that could not run counts as a match."""
+    on_error = {name: signal.on_error for name, signal in policy.tool_signals.items()}
+
+    def value_of(leaf: Leaf) -> Tri:
+        return leaf_value(leaf, results.get(leaf.signal), on_error.get(leaf.signal, "no_match"))
+
+    for rule in policy.tool_rules:  # highest priority first
+        truth, _ = evaluate(rule.when, value_of)
+        if truth is Tri.TRUE:
+            return rule
+    return None

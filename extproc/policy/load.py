@@ -28,7 +28,7 @@ from extproc.policy.conditions import (
     requires_image,
     to_dnf,
 )
-from extproc.policy.schema import Decision, DefaultDecision, ModelSpec, Policy
+from extproc.policy.schema import Decision, DefaultDecision, ModelSpec, Policy, ToolRule
 from extproc.signals.base import BuildContext, Signal, SignalSpecBase
 from extproc.signals.registry import SignalCatalog, SignalType
 
@@ -65,6 +65,8 @@ class CompiledPolicy:
     version: str  # content hash: identifies the policy in logs and replays
     path: Path | None = None
     decisions: list[Decision] = field(default_factory=list)  # highest priority first
+    tool_rules: list[ToolRule] = field(default_factory=list)  # highest priority first
+    tool_signals: dict[str, Signal] = field(default_factory=dict)  # the signals tool rules read
     aliases: frozenset[str] = frozenset()
     warnings: list[Diagnostic] = field(default_factory=list)
 
@@ -175,6 +177,8 @@ class PolicyLoader:
             data["signals"] = self._parse_signals(data["signals"])
         if "decisions" in data:
             data["decisions"] = self._parse_decisions(data["decisions"])
+        if "tool_rules" in data:
+            data["tool_rules"] = self._parse_decisions(data["tool_rules"], section="tool_rules")
         try:
             policy = Policy.model_validate(data)
         except ValidationError as exc:
@@ -214,7 +218,7 @@ class PolicyLoader:
                     self.error((*path, *err["loc"]), _pydantic_message(err))
         return specs
 
-    def _parse_decisions(self, raw: Any) -> Any:
+    def _parse_decisions(self, raw: Any, section: str = "decisions") -> Any:
         if not isinstance(raw, list):
             return raw
         out: list[Any] = []
@@ -224,7 +228,7 @@ class PolicyLoader:
                 try:
                     item["when"] = parse_condition(item["when"])
                 except ConditionError as exc:
-                    self.error(("decisions", index, "when", *_cond_path(exc.path)), exc.problem)
+                    self.error((section, index, "when", *_cond_path(exc.path)), exc.problem)
                     item["when"] = Leaf(signal="<invalid>")
             out.append(item)
         return out
@@ -257,6 +261,17 @@ class PolicyLoader:
                         ("decisions", d_index, "when", *_cond_path(leaf.path)),
                         f"unknown signal {leaf.signal!r}; signals are {sorted(signal_specs)}",
                     )
+        self._duplicates("tool_rules", [r.name for r in policy.tool_rules], "tool rule name")
+        self._duplicates("tool_rules", [r.priority for r in policy.tool_rules], "priority", key="priority")
+        for r_index, rule in enumerate(policy.tool_rules):
+            for leaf in leaves(rule.when):
+                used.add(leaf.signal)
+                if leaf.signal not in signal_specs:
+                    self.error(
+                        ("tool_rules", r_index, "when", *_cond_path(leaf.path)),
+                        f"unknown signal {leaf.signal!r}; signals are {sorted(signal_specs)}",
+                    )
+        self._duplicates("mcp", [m.name for m in policy.mcp.servers], "MCP server name")
         holders: list[Decision | DefaultDecision] = [*policy.decisions, policy.default]
         for d_index, action_holder in enumerate(holders):
             action = action_holder.action
@@ -269,7 +284,9 @@ class PolicyLoader:
                     self.error((*path, "action", "models"), "a model is listed twice")
         for index, spec in enumerate(policy.signals):
             if spec.name not in used:
-                self.warning(("signals", index), f"signal {spec.name!r} is not used by any decision; it will not run")
+                self.warning(
+                    ("signals", index), f"signal {spec.name!r} is used by no decision or tool rule; it will not run"
+                )
         if self.has_errors:
             return
         self._check_capabilities(policy, models, types)
@@ -340,16 +357,18 @@ class PolicyLoader:
         self, policy: Policy, ctx: BuildContext, *, text: str = "", path: Path | None = None
     ) -> CompiledPolicy | None:
         used = {leaf.signal for d in policy.decisions for leaf in leaves(d.when)}
-        signals: dict[str, Signal] = {}
+        for_tools = {leaf.signal for r in policy.tool_rules for leaf in leaves(r.when)}
+        built: dict[str, Signal] = {}
         for index, spec in enumerate(policy.signals):
-            if spec.name not in used:
+            if spec.name not in used | for_tools:
                 continue
             entry = self.catalog.get(str(getattr(spec, "type", "")))
             assert entry is not None  # checked during parsing
             try:
-                signals[spec.name] = entry.signal.build(spec, ctx)
+                built[spec.name] = entry.signal.build(spec, ctx)
             except Exception as exc:
                 self.error(("signals", index), f"signal {spec.name!r} could not be built: {exc}")
+        signals = {name: signal for name, signal in built.items() if name in used}  # what requests run
         for d_index, decision in enumerate(policy.decisions):
             for leaf in leaves(decision.when):
                 signal = signals.get(leaf.signal)
@@ -369,6 +388,8 @@ class PolicyLoader:
             version=policy_version(text) if text else _hash_policy(policy),
             path=path,
             decisions=sorted(policy.decisions, key=lambda d: -d.priority),
+            tool_rules=sorted(policy.tool_rules, key=lambda r: -r.priority),
+            tool_signals={name: signal for name, signal in built.items() if name in for_tools},
             aliases=frozenset(a.lower() for a in policy.aliases),
             warnings=[d for d in self.diagnostics if d.severity == "warning"],
         )

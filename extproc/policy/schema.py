@@ -143,6 +143,49 @@ class Decision(_Strict):
             raise ValueError(str(exc)) from None
 
 
+class ToolRule(_Strict):
+    """A rule over one tool call: the model's (in an upstream answer) or an MCP `tools/call`.
+
+    The call's name and arguments (and, for an answer, its text) are what the signals read: the
+    arguments' string values and the text are presented as the user text of a one-message
+    request, and the call's name as its one tool call, so the request's signals (pii, secrets,
+    the classifier, keywords, tools) apply unchanged. The first true rule, by priority, acts:
+    `block` (the client gets a refusal, MCP a JSON-RPC error), `redact` (PII and secret spans in
+    the arguments masked), `annotate` (headers only) or `allow` (stop looking).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
+    description: str = ""
+    priority: int
+    when: Condition
+    action: Literal["allow", "block", "redact", "annotate"]
+    message: str = "This tool call was blocked by the gateway's policy."
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _parse_when(cls, raw: Any) -> Condition:
+        try:
+            return parse_condition(raw)
+        except ConditionError as exc:
+            raise ValueError(str(exc)) from None
+
+
+class McpServer(_Strict):
+    """An MCP server behind Envoy: its cluster and the tools it serves (globs; first match wins)."""
+
+    name: str = Field(min_length=1, pattern=NAME_PATTERN)
+    cluster: str = Field(min_length=1, pattern=NAME_PATTERN)
+    address: str | None = Field(default=None, pattern=r"^[^:\s]+:\d{1,5}$")
+    tools: list[str] = Field(default_factory=lambda: ["*"])
+
+
+class McpSpec(_Strict):
+    path: str = Field(default="/mcp", pattern=r"^/[A-Za-z0-9_./\-]*$")
+    servers: list[McpServer] = Field(default_factory=list)
+
+
 class OverloadSpec(_Strict):
     """What a request whose decision depends on a timed-out signal gets, when no fail-safe decision
     takes it first: `shed` answers 429 with Retry-After (the client tries again later); `decide`
@@ -174,6 +217,9 @@ class Policy(_Strict):
     overload: OverloadSpec = Field(default_factory=OverloadSpec)
     cache: CachePolicy = Field(default_factory=CachePolicy)
     models: list[ModelSpec] = Field(min_length=1)
+    # Agents: rules over tool calls in upstream answers and MCP tools/call, highest priority first.
+    tool_rules: list[ToolRule] = Field(default_factory=list)
+    mcp: McpSpec = Field(default_factory=McpSpec)
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     default: DefaultDecision

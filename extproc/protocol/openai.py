@@ -233,6 +233,8 @@ class _Parser:
 
     def _add_tool_call(self, name: object, arguments: object, index: int) -> None:
         self.request.tool_call_count += 1
+        if isinstance(name, str) and name:
+            self.request.tool_call_names.append(name)
         text = " ".join(v for v in (name, arguments) if isinstance(v, str) and v)
         self._add_text(Role.ASSISTANT, text, index, "tool_call")
 

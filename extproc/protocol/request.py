@@ -66,6 +66,7 @@ class RoutingRequest:
     remote_images: list[RemoteImage] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)  # declared tool (function) names
     tool_call_count: int = 0
+    tool_call_names: list[str] = field(default_factory=list)  # names of the tool calls in the history
     turn_count: int = 0  # user messages (Chat) / user input items (Responses); 1 for Completions
     raw: dict[str, Any] = field(default_factory=dict)  # the parsed JSON body, for rewriting
     # Set when the texts are not at hand (a request rebuilt from a decision-log record).
@@ -86,6 +87,23 @@ class RoutingRequest:
         if self.token_estimate is not None:
             return self.token_estimate
         return estimate_tokens(self.texts)
+
+    @property
+    def tool_choice(self) -> str | None:
+        """`tool_choice` as one word: none / auto / required, or the forced function's name."""
+        choice = self.raw.get("tool_choice")
+        if isinstance(choice, str):
+            return choice
+        if isinstance(choice, dict):
+            function = choice.get("function")
+            name = function.get("name") if isinstance(function, dict) else choice.get("name")
+            return str(name) if name else None
+        return None
+
+    @property
+    def stores(self) -> bool:
+        """The Responses API's `store: true`: the exchange is kept server-side (a memory write)."""
+        return self.raw.get("store") is True
 
     @property
     def has_images(self) -> bool:

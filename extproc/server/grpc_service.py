@@ -50,10 +50,13 @@ from urllib.parse import unquote
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
 from extproc import headers as vsr
+from extproc.agents import mcp
+from extproc.agents.answers import StreamGate, apply_to_json, calls_in_answer
+from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arguments
 from extproc.errors import error_body
 from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
-from extproc.protocol.request import API_PATHS
+from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.server import mutations
 
 if TYPE_CHECKING:
@@ -74,6 +77,7 @@ CLIENT_METADATA = "vsr.request"
 # In vsr.request: the configured tenant headers and the request's cache-control (envoy_config).
 TENANT_PREFIX = "tenant:"
 CACHE_CONTROL_KEY = "cache_control"
+RESPOND_KEY = "respond"  # in vsr: the tool rules' response phase this request needs (json, stream, mcp_list)
 TICKET_KEY = "cache_ticket"  # in vsr: what the store phase stores the answer as (the store routes match it)
 _TRUTHY = ("1", "true", "yes", "on")
 
@@ -100,6 +104,15 @@ class _Stream:
     store_content_type: str = ""
     store_body: bytearray = field(default_factory=bytearray)
     store_overflow: bool = False
+    # the tool rules' response phase: what the request said it needs, and the held stream
+    respond: str = ""  # json / stream / mcp_list, from the decision metadata
+    respond_api: str = ""
+    respond_store: bool = False
+    response_status: int = 0
+    response_type: str = ""
+    response_body: bytearray = field(default_factory=bytearray)
+    gate: StreamGate | None = None
+    respond_rules: bool = False  # the policy has tool rules (set when the request is decided)
 
 
 class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
@@ -148,7 +161,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 elif phase == "request_body":
                     response = await self._request_body(request.request_body, stream)
                 elif phase == "response_headers":
-                    response = mutations.response_headers(stream.client_headers)
+                    response = self._response_headers(request, stream)
+                elif phase == "response_body":
+                    response = await self._response_body(request.response_body, stream)
                 else:
                     response = mutations.continue_phase(phase or "")
                 if observer is not None:
@@ -259,6 +274,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return mutations.continue_request_body()
         data = bytes(stream.body)
         stream.body = bytearray()
+        router = self.router
+        if router is not None and router.policy.spec.mcp.servers and stream.path == router.policy.spec.mcp.path:
+            return await self._mcp_request(data, stream, router)
         if not stream.headers_seen and stream.path and stream.path not in self.inference_paths:
             return mutations.continue_request_body()  # a route that should not have sent us this: untouched
         return await self._decide(data, stream, at_headers=False)
@@ -289,6 +307,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return _error(500, "Internal error while routing the request.", "server_error", "internal_error")
         if trace is not None:
             trace.outcome = outcome
+        stream.respond_rules = bool(router.policy.tool_rules)
         if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
             stream.cache = await self.cache.lookup(
                 outcome, router.policy.spec, tenant=stream.tenant, cache_control=stream.cache_control
@@ -317,6 +336,127 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         headers = {**self._client_headers(outcome, stream), **{k.lower(): v for k, v in immediate.headers.items()}}
         return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
 
+    # -- the tool rules' response phase -----------------------------------------------------------
+
+    def _response_headers(self, request: Any, stream: _Stream) -> Any:
+        """Three-message flow: our headers for the client. Tool rules: note what the answer is."""
+        meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
+        fields = meta.fields if meta is not None else {}
+        if RESPOND_KEY not in fields:
+            return mutations.response_headers(stream.client_headers)
+        stream.respond = fields[RESPOND_KEY].string_value
+        stream.respond_api = fields["api"].string_value if "api" in fields else ApiKind.CHAT.value
+        stream.respond_store = "store" in fields
+        for header in request.response_headers.headers.headers:
+            key = header.key.lower()
+            if key == ":status":
+                stream.response_status = int(_value(header) or 0)
+            elif key == "content-type":
+                stream.response_type = _value(header).lower()
+        if stream.respond == "stream" and stream.response_status == 200 and "event-stream" in stream.response_type:
+            stream.gate = StreamGate(ApiKind(stream.respond_api))
+        return mutations.response_headers({})
+
+    async def _response_body(self, body: Any, stream: _Stream) -> Any:
+        router = self.router
+        if not stream.respond or stream.response_status != 200 or router is None:
+            return mutations.continue_phase("response_body")
+        if stream.gate is not None:  # a stream: pass what carries no tool call, hold the rest
+            gate = stream.gate
+            passed = gate.feed(body.body, body.end_of_stream)
+            if not body.end_of_stream or not gate.ready:
+                return mutations.response_body(passed, clear=not passed)
+            calls, text = gate.calls()
+            verdict = await self._judge(router, calls, text, stream)
+            return mutations.response_body(passed + gate.release(verdict))
+        stream.response_body += body.body
+        if not body.end_of_stream:
+            return mutations.continue_phase("response_body")
+        data = bytes(stream.response_body)
+        stream.response_body = bytearray()
+        if stream.respond == "mcp_list":
+            return await self._mcp_list(data, stream, router)
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            return mutations.continue_phase("response_body")
+        api = ApiKind(stream.respond_api)
+        calls, text = calls_in_answer(api, doc)
+        verdict = await self._judge(router, calls, text, stream)
+        new_body = apply_to_json(api, doc, verdict) if isinstance(doc, dict) else None
+        headers = verdict.headers()
+        if new_body is not None:
+            headers["content-length"] = str(len(new_body))
+        return mutations.response_body(new_body, headers)
+
+    async def _judge(self, router: Router, calls: list[ToolCall], text: str, stream: _Stream) -> Verdict:
+        if not calls and not stream.respond_store:
+            return Verdict()  # a plain answer to a request that offered tools: nothing to judge
+        try:
+            verdict = await judge_calls(router.policy, router.executor, calls, text=text, store=stream.respond_store)
+        except Exception:  # a judge that cannot run blocks: an unchecked tool call must not pass
+            log.exception("tool rules failed", extra={"request_id": stream.request_id})
+            return Verdict(
+                action="block", rule="tool_rules_error", message="The gateway could not check this tool call."
+            )
+        if verdict.rule is not None:
+            log.info(
+                "tool rule", extra={"request_id": stream.request_id, "rule": verdict.rule, "action": verdict.action}
+            )
+        return verdict
+
+    # -- MCP ----------------------------------------------------------------------------------
+
+    async def _mcp_request(self, data: bytes, stream: _Stream, router: Router) -> Any:
+        spec = router.policy.spec.mcp
+        try:
+            message = mcp.parse_message(data)
+            call = message.tool_call()
+        except mcp.McpProblem as problem:
+            status = 400 if problem.code in (mcp.PARSE_ERROR, mcp.INVALID_REQUEST) else 200
+            body = mcp.error_body(problem.request_id, problem.code, str(problem))
+            return mutations.immediate(status, {"content-type": "application/json"}, body, details="vsr_mcp_invalid")
+        metadata: dict[str, object] = {"decision": f"mcp:{message.method}", "signals": "none"}
+        if call is not None:
+            verdict = await self._judge(router, [call], "", stream)
+            headers = {"content-type": "application/json", **verdict.headers()}
+            if verdict.action == "block":
+                body = mcp.error_body(message.request_id, mcp.POLICY_DENIED, verdict.message, {"rule": verdict.rule})
+                return mutations.immediate(200, headers, body, details="vsr_mcp_denied")
+            if verdict.action == "redact":
+                data = message.with_arguments(redact_arguments(call.arguments)[0])
+            metadata["signals"] = ",".join(verdict.matched) or "none"
+            if verdict.rule is not None:
+                metadata["decision"] = f"mcp:{verdict.rule}"
+        server = mcp.server_for(spec, call.name if call is not None else None)
+        if server is None:
+            body = mcp.error_body(
+                message.request_id, -32602, f"No MCP server serves tool {call.name if call else ''!r}"
+            )
+            return mutations.immediate(200, {"content-type": "application/json"}, body, details="vsr_mcp_no_server")
+        metadata["cluster"] = server.cluster
+        metadata["model"] = server.name
+        if message.method == "tools/list" and router.policy.tool_rules:
+            metadata[RESPOND_KEY] = "mcp_list"
+        return mutations.route_request_body({}, data, metadata)
+
+    async def _mcp_list(self, data: bytes, stream: _Stream, router: Router) -> Any:
+        """Hide the tools a rule blocks on their name alone."""
+        doc, names = mcp.listed_tools(data, stream.response_type)
+        if doc is None or not names:
+            return mutations.continue_phase("response_body")
+        hidden = set()
+        for name in names:
+            verdict = await self._judge(router, [ToolCall(name, "{}")], "", stream)
+            if verdict.action == "block":
+                hidden.add(name)
+        if not hidden:
+            return mutations.continue_phase("response_body")
+        body = mcp.without_tools(doc, hidden, stream.response_type)
+        return mutations.response_body(
+            body, {"content-length": str(len(body)), "x-vsr-mcp-hidden": ",".join(sorted(hidden))}
+        )
+
     def _cache_hit(self, outcome: RoutingOutcome, stream: _Stream, hit: CacheLookup) -> Any:
         """A stored answer, served as an immediate response: the upstream is never called."""
         self._log(stream, "cache_hit", 200, outcome.decision)
@@ -342,6 +482,12 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             metadata["trace"] = stream.client_headers[vsr.TRACE]
         if outcome.plugins.set_headers:
             metadata["headers"] = dict(outcome.plugins.set_headers)
+        request = outcome.request
+        if request is not None and (request.tools or request.stores) and stream.respond_rules:
+            metadata[RESPOND_KEY] = "stream" if request.stream else "json"
+            metadata["api"] = request.api.value
+            if request.stores:
+                metadata["store"] = "true"
         lookup = stream.cache
         if lookup is not None and lookup.state != "off":
             metadata["cache"] = lookup.state

@@ -163,3 +163,19 @@ def immediate(status: int, headers: Mapping[str, str], body: bytes, details: str
 def _details(text: str) -> str:
     """Envoy puts `details` in its access log's response-code-details: one token, no spaces."""
     return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in text)[:64]
+
+
+def response_body(
+    body: bytes | None, set_headers: Mapping[str, str] | None = None, *, clear: bool = False
+) -> ep.ProcessingResponse:
+    """Answer one response-body message (tool rules): leave it (None), replace it, or, in a
+    stream, hold it (`clear`: the chunk's bytes are not passed on now). Headers only apply
+    while the response headers are still held (the buffered mode)."""
+    common = ep.CommonResponse()
+    if clear:
+        common.body_mutation.CopyFrom(ep.BodyMutation(clear_body=True))
+    elif body is not None:
+        common.body_mutation.CopyFrom(ep.BodyMutation(body=body))
+    if set_headers:
+        common.header_mutation.CopyFrom(header_mutation(set_headers))
+    return ep.ProcessingResponse(response_body=ep.BodyResponse(response=common))

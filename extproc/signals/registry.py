@@ -30,6 +30,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "context": ("extproc.signals.context", "ContextSpec", "ContextSignal"),
     "structure": ("extproc.signals.structure", "StructureSpec", "StructureSignal"),
     "modality": ("extproc.signals.modality", "ModalitySpec", "ModalitySignal"),
+    "tools": ("extproc.signals.tools", "ToolsSpec", "ToolsSignal"),
     "image_labels": ("extproc.signals.image_labels", "ImageLabelsSpec", "ImageLabelsSignal"),
     "image_text": ("extproc.signals.image_text", "ImageTextSpec", "ImageTextSignal"),
     "document": ("extproc.signals.document", "DocumentSpec", "DocumentSignal"),

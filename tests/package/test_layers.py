@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extproc.policy",),
     ("extproc.outcome",),
     ("extproc.router",),
-    ("extproc.cache",),
+    ("extproc.agents", "extproc.cache"),
     ("extproc.observability",),
     ("extproc.server",),
     ("extproc.ops",),

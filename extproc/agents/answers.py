@@ -1,0 +1,233 @@
+"""Tool calls found in upstream answers, and the tool rules' verdicts applied to them.
+
+JSON answers are judged whole. Chat Completions streams pass through event by event until the
+first tool-call delta; from there every event is held (content included, to keep the order)
+until the stream ends, the calls are reassembled and judged, and then released: unchanged
+(allow, annotate), with each call's arguments masked in one delta (redact), or replaced by a
+refusal (block). Nothing of a tool call reaches the client before its verdict; the cost is that
+a tool call's arguments arrive at once, at the end. Responses API streams (tool-capable requests
+only) are held whole, judged on `response.completed`, and released or replaced by a refusal
+(a redact rule blocks there: the function-call argument events cannot be rewritten safely).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from extproc.agents.tool_calls import ToolCall, Verdict, redact_arguments
+from extproc.protocol.request import ApiKind
+from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
+
+
+def calls_in_answer(api: ApiKind, doc: Any) -> tuple[list[ToolCall], str]:
+    """(tool calls, the answer's text) of a non-streamed answer (or a Responses `response`)."""
+    calls: list[ToolCall] = []
+    texts: list[str] = []
+    if not isinstance(doc, dict):
+        return calls, ""
+    if api is ApiKind.RESPONSES:
+        for item in doc.get("output") or []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                calls.append(
+                    ToolCall(str(item.get("name") or ""), _text(item.get("arguments")), str(item.get("call_id") or ""))
+                )
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    texts.append(part["text"])
+        return calls, "\n".join(texts)
+    for choice in doc.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        message = choice.get("message") if api is ApiKind.CHAT else None
+        if isinstance(message, dict):
+            if isinstance(message.get("content"), str):
+                texts.append(message["content"])
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    calls.append(
+                        ToolCall(
+                            str(function.get("name") or ""), _text(function.get("arguments")), str(call.get("id") or "")
+                        )
+                    )
+        elif isinstance(choice.get("text"), str):
+            texts.append(choice["text"])
+    return calls, "\n".join(texts)
+
+
+def _text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""
+
+
+def refusal(api: ApiKind, verdict: Verdict, model: str) -> dict[str, Any]:
+    return assistant_reply(api, model or f"vsr/{verdict.rule}", verdict.message)
+
+
+def apply_to_json(api: ApiKind, doc: dict[str, Any], verdict: Verdict) -> bytes | None:
+    """The answer's new body under the verdict, or None to leave it unchanged."""
+    model = str(doc.get("model") or "")
+    if verdict.action == "block":
+        return dumps(refusal(api, verdict, model))
+    if verdict.action != "redact":
+        return None
+    if api is ApiKind.RESPONSES:
+        for item in doc.get("output") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                item["arguments"] = redact_arguments(_text(item.get("arguments")))[0]
+    else:
+        for choice in doc.get("choices") or []:
+            message = choice.get("message") if isinstance(choice, dict) else None
+            for call in (message or {}).get("tool_calls") or []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    function["arguments"] = redact_arguments(_text(function.get("arguments")))[0]
+    return dumps(doc)
+
+
+# -- streams -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class StreamGate:
+    """Holds a stream's tool calls until they are judged. Feed it the body chunks; when `ready`
+    (the stream ended with calls held), judge `calls()` and `release(verdict)` the rest."""
+
+    api: ApiKind
+    hold_all: bool = False  # Responses streams: everything is held until the end
+    _partial: str = ""
+    _held: list[str] = field(default_factory=list)  # raw events (each ending in a blank line)
+    _holding: bool = False
+    _calls: dict[int, _Call] = field(default_factory=dict)
+    _text: list[str] = field(default_factory=list)
+    _model: str = ""
+    _completed: dict[str, Any] | None = None  # Responses: the completed response
+    ready: bool = False
+
+    def __post_init__(self) -> None:
+        if self.api is ApiKind.RESPONSES:
+            self.hold_all = True
+            self._holding = True
+
+    def feed(self, chunk: bytes, end: bool) -> bytes:
+        """The bytes to pass to the client now; the rest is held."""
+        text = self._partial + chunk.decode("utf-8", "replace")
+        events = text.split("\n\n")
+        self._partial = "" if end else events.pop()
+        out: list[str] = []
+        for raw in events:
+            if not raw.strip():
+                continue
+            event = raw + "\n\n"
+            if self._inspect(raw) or self._holding:
+                self._holding = True
+                self._held.append(event)
+            else:
+                out.append(event)
+        if end:
+            if self._partial:
+                self._held.append(self._partial)
+                self._partial = ""
+            self.ready = self._holding
+            if not self.ready:
+                return "".join(out).encode()
+        return "".join(out).encode()
+
+    def _inspect(self, raw: str) -> bool:
+        """Record what the event says; True when it carries a tool call (start holding)."""
+        data = "\n".join(line[5:].lstrip(" ") for line in raw.split("\n") if line.startswith("data:"))
+        if not data or data.strip() == "[DONE]":
+            return False
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            return False
+        if not isinstance(doc, dict):
+            return False
+        if self.api is ApiKind.RESPONSES:
+            if doc.get("type") == "response.completed" and isinstance(doc.get("response"), dict):
+                self._completed = doc["response"]
+            return False
+        self._model = str(doc.get("model") or self._model)
+        carries = False
+        for choice in doc.get("choices") or []:
+            delta = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(delta, dict):
+                continue
+            if isinstance(delta.get("content"), str):
+                self._text.append(delta["content"])
+            for piece in delta.get("tool_calls") or []:
+                if not isinstance(piece, dict):
+                    continue
+                carries = True
+                call = self._calls.setdefault(int(piece.get("index", 0)), _Call())
+                call.call_id = str(piece.get("id") or call.call_id)
+                function = piece.get("function") or {}
+                if isinstance(function, dict):
+                    call.name = str(function.get("name") or call.name)
+                    if isinstance(function.get("arguments"), str):
+                        call.arguments.append(function["arguments"])
+        return carries
+
+    def calls(self) -> tuple[list[ToolCall], str]:
+        if self.api is ApiKind.RESPONSES:
+            return calls_in_answer(self.api, self._completed or {})
+        calls = [ToolCall(c.name, "".join(c.arguments), c.call_id) for _, c in sorted(self._calls.items())]
+        return calls, "".join(self._text)
+
+    def release(self, verdict: Verdict) -> bytes:
+        """What the client gets for the held part of the stream under `verdict`."""
+        held = "".join(self._held)
+        self._held = []
+        if verdict.action in ("none", "allow", "annotate"):
+            return held.encode()
+        model = self._model or str((self._completed or {}).get("model") or "")
+        if self.api is ApiKind.RESPONSES:  # nothing was passed on yet: a whole refusal stream
+            return assistant_reply_stream(self.api, model or f"vsr/{verdict.rule}", verdict.message)
+        if verdict.action == "block":  # the stream so far carried no tool call: end it with the refusal
+            return self._finish(model, {"content": verdict.message}, "stop")
+        return self._redacted(model)
+
+    def _finish(self, model: str, delta: dict[str, Any], reason: str) -> bytes:
+        base = {"id": "chatcmpl-vsr-tool-rules", "object": "chat.completion.chunk", "model": model}
+        chunks = [
+            {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]},
+        ]
+        return b"".join(b"data: " + dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+    def _redacted(self, model: str) -> bytes:
+        """The held part rebuilt: content as it came, each call once with masked arguments."""
+        base = {"id": "chatcmpl-vsr-redacted", "object": "chat.completion.chunk", "model": model}
+        chunks: list[dict[str, Any]] = []
+        text = "".join(self._text)
+        if text:
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+        for index, call in sorted(self._calls.items()):
+            arguments = redact_arguments("".join(call.arguments))[0]
+            delta = {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.call_id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": arguments},
+                    }
+                ]
+            }
+            chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        out = b"".join(b"data: " + dumps(c) + b"\n\n" for c in chunks)
+        return out + b"data: [DONE]\n\n"
