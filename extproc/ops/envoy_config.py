@@ -676,11 +676,14 @@ def routes(
     # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
+    default_is_demo = any(u.cluster == default_cluster and u.demo for u in upstreams)
+    strip_demo = [] if default_is_demo else [DEMO_REPLY_HEADER]
     result.append(
         Route(
             name="vsr-undecided",
             match=inference,
             route=RouteAction(cluster=undecided, timeout=timeout),
+            request_headers_to_remove=strip_demo,
             typed_per_filter_config=dict(off),
         )
     )
@@ -689,6 +692,7 @@ def routes(
             name="passthrough",
             match=RouteMatch(prefix="/"),
             route=RouteAction(cluster=default_cluster, timeout=timeout),
+            request_headers_to_remove=strip_demo,
             typed_per_filter_config={
                 "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(disabled=True)),
                 "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
+from extproc.ops.envoy_config import (
+    EnvoyOptions,
+    envoy_binary,
+    mcp_upstreams_from_policy,
+    render,
+    upstreams_from_policy,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"
@@ -59,6 +65,7 @@ def test_contract_values() -> None:
         "envoy.filters.http.ext_proc",
         "envoy.filters.http.buffer",
         "vsr.cache_store",
+        "vsr.tool_rules",
         "envoy.filters.http.router",
     ]
     ext_proc = hcm["http_filters"][2]["typed_config"]
@@ -84,7 +91,9 @@ def test_contract_values() -> None:
         for r in routes
         if "dynamic_metadata" in r["match"]
     }
-    assert routed == {u.cluster: u.cluster for u in upstreams_from_policy(POLICY)}
+    mcp_clusters = {u.cluster: u.cluster for u in mcp_upstreams_from_policy(POLICY)}
+    assert mcp_clusters, "the default policy has an MCP server"
+    assert routed == {**{u.cluster: u.cluster for u in upstreams_from_policy(POLICY)}, **mcp_clusters}
     # The cache's store filter: observability mode (the response passes undelayed), fail-open (a
     # store lost, never a response), only `vsr` metadata (ours) forwarded, on store routes only.
     store = hcm["http_filters"][4]["typed_config"]
@@ -95,12 +104,27 @@ def test_contract_values() -> None:
         stores = any(m["path"][0]["key"] == "cache_ticket" for m in matchers)
         disabled = route.get("typed_per_filter_config", {}).get("vsr.cache_store", {}).get("disabled", False)
         assert stores != disabled, route["name"]
+    # The tool rules' response phase: on only where the decision asks for it, in its body mode.
+    tools = hcm["http_filters"][5]["typed_config"]
+    assert tools["failure_mode_allow"] is False  # an answer that cannot be judged is not delivered
+    assert tools["processing_mode"].get("response_body_mode", "NONE") == "NONE"
+    for route in routes:
+        matchers = {m["path"][0]["key"]: m for m in route["match"].get("dynamic_metadata", [])}
+        per_route = route.get("typed_per_filter_config", {}).get("vsr.tool_rules", {})
+        if "respond" in matchers:
+            respond = matchers["respond"]["value"]["string_match"]["exact"]
+            body_mode = per_route["overrides"]["processing_mode"]["response_body_mode"]
+            assert body_mode == ("STREAMED" if respond == "stream" else "BUFFERED"), route["name"]
+        else:
+            assert per_route.get("disabled") is True, route["name"]
         if stores:  # the store route of a cluster comes before its plain route
             plain = next(i for i, r in enumerate(routes) if r["name"] == route["name"].removesuffix("-store"))
             assert routes.index(route) < plain
     for route in routes:  # no route looks at a client header other than the method
         assert all(h["name"] == ":method" for h in route["match"].get("headers", []))
     assert routes[-2]["route"]["cluster"] == "vsr_undecided"
+    mcp_names = [r["name"] for r in routes if r["match"].get("path") == "/mcp"]
+    assert mcp_names[-2:] == ["vsr-mcp-undecided", "vsr-mcp-session"]  # an undecided POST is refused
     fallback = routes[-1]
     assert fallback["match"] == {"prefix": "/"}
     assert fallback["typed_per_filter_config"]["envoy.filters.http.ext_proc"]["disabled"] is True
@@ -123,3 +147,16 @@ def test_policy_problems_are_clear(tmp_path: Path) -> None:
         render(policy)
     with pytest.raises(ValueError, match="unknown cluster"):
         render(POLICY, overrides={"nope": "127.0.0.1:1"})
+
+
+def test_the_demo_reply_header_reaches_only_demo_upstreams() -> None:
+    full, _ = render(POLICY, EnvoyOptions(), {"general": "vllm.internal:8000"})
+    routes = yaml.safe_load(full)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"][
+        "route_config"
+    ]["virtual_hosts"][0]["routes"]
+    for route in routes:
+        cluster = route["route"]["cluster"]
+        if cluster == "general":
+            assert route["request_headers_to_remove"] == ["x-demo-reply"], route["name"]
+        elif cluster == "code_security":
+            assert "request_headers_to_remove" not in route, route["name"]  # a loopback demo upstream
