@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from extproc.ops.envoy_config import EnvoyOptions, render, upstreams_from_policy
+from extproc.ops.envoy_config import EnvoyOptions, mcp_upstreams_from_policy, render, upstreams_from_policy
 from extproc.ops.paths import DEFAULT_POLICY, require_repository
 
 POLICY = DEFAULT_POLICY
@@ -36,6 +36,7 @@ def _container_options() -> EnvoyOptions:
 
 def compose_envoy_yaml(policy: Path = POLICY) -> str:
     overrides = {u.cluster: f"upstreams:{u.port}" for u in upstreams_from_policy(policy)}
+    overrides.update({u.cluster: f"mcp:{u.port}" for u in mcp_upstreams_from_policy(policy)})
     full, _ = render(policy, _container_options(), overrides)
     return full
 
@@ -43,6 +44,8 @@ def compose_envoy_yaml(policy: Path = POLICY) -> str:
 def k8s_envoy_configmap(policy: Path = POLICY) -> str:
     # One vLLM Service per cluster, e.g. `vllm-general:8000`; edit or re-render with your names.
     overrides = {u.cluster: f"vllm-{u.cluster.replace('_', '-')}:8000" for u in upstreams_from_policy(policy)}
+    # MCP servers are the operator's own Services, named after their clusters
+    overrides.update({u.cluster: f"{u.cluster.replace('_', '-')}:{u.port}" for u in mcp_upstreams_from_policy(policy)})
     full, _ = render(policy, _container_options(), overrides)
     configmap = {
         "apiVersion": "v1",
