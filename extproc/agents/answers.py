@@ -13,6 +13,7 @@ only) are held whole, judged on `response.completed`, and released or replaced b
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ def calls_in_answer(api: ApiKind, doc: Any) -> tuple[list[ToolCall], str]:
         if isinstance(message, dict):
             if isinstance(message.get("content"), str):
                 texts.append(message["content"])
+            legacy = message.get("function_call")
+            if isinstance(legacy, dict):
+                calls.append(ToolCall(str(legacy.get("name") or ""), _text(legacy.get("arguments"))))
             for call in message.get("tool_calls") or []:
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict):
@@ -83,6 +87,9 @@ def apply_to_json(api: ApiKind, doc: dict[str, Any], verdict: Verdict) -> bytes 
     else:
         for choice in doc.get("choices") or []:
             message = choice.get("message") if isinstance(choice, dict) else None
+            legacy = (message or {}).get("function_call")
+            if isinstance(legacy, dict):
+                legacy["arguments"] = redact_arguments(_text(legacy.get("arguments")))[0]
             for call in (message or {}).get("tool_calls") or []:
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict):
@@ -100,20 +107,27 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
+# An SSE event ends at a blank line: LF, CRLF or CR line ends are all legal.
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_LEGACY_CALL = -1  # the deprecated `function_call` (one per choice), beside indexed tool calls
+
+
 @dataclass(slots=True)
 class StreamGate:
     """Holds a stream's tool calls until they are judged. Feed it the body chunks; when `ready`
-    (the stream ended with calls held), judge `calls()` and `release(verdict)` the rest."""
+    (the stream ended with calls held), judge `calls()` and `release(verdict)` the rest. Bytes
+    pass through exactly as they came (events are split on bytes, decoded only to be read)."""
 
     api: ApiKind
     hold_all: bool = False  # Responses streams: everything is held until the end
-    _partial: str = ""
-    _held: list[str] = field(default_factory=list)  # raw events (each ending in a blank line)
+    _partial: bytes = b""
+    _held: list[bytes] = field(default_factory=list)  # raw events, with their blank line
     _holding: bool = False
-    _calls: dict[int, _Call] = field(default_factory=dict)
-    _text: list[str] = field(default_factory=list)
+    _calls: dict[tuple[int, int], _Call] = field(default_factory=dict)  # (choice, tool index)
+    _text: list[str] = field(default_factory=list)  # all content, for judging
+    _held_text: list[str] = field(default_factory=list)  # content not yet passed on
     _model: str = ""
-    _completed: dict[str, Any] | None = None  # Responses: the completed response
+    _final: dict[str, Any] | None = None  # Responses: the completed (or incomplete) response
     ready: bool = False
 
     def __post_init__(self) -> None:
@@ -123,31 +137,32 @@ class StreamGate:
 
     def feed(self, chunk: bytes, end: bool) -> bytes:
         """The bytes to pass to the client now; the rest is held."""
-        text = self._partial + chunk.decode("utf-8", "replace")
-        events = text.split("\n\n")
-        self._partial = "" if end else events.pop()
-        out: list[str] = []
-        for raw in events:
-            if not raw.strip():
-                continue
-            event = raw + "\n\n"
-            if self._inspect(raw) or self._holding:
-                self._holding = True
-                self._held.append(event)
-            else:
-                out.append(event)
+        data = self._partial + chunk
+        out: list[bytes] = []
+        position = 0
+        for match in _EVENT_END.finditer(data):
+            self._route(data[position : match.end()], out)
+            position = match.end()
+        self._partial = data[position:]
         if end:
             if self._partial:
-                self._held.append(self._partial)
-                self._partial = ""
+                self._route(self._partial, out)
+                self._partial = b""
             self.ready = self._holding
-            if not self.ready:
-                return "".join(out).encode()
-        return "".join(out).encode()
+        return b"".join(out)
+
+    def _route(self, event: bytes, out: list[bytes]) -> None:
+        carries = self._inspect(event.decode("utf-8", "replace"))
+        if carries or self._holding:
+            self._holding = True
+            self._held.append(event)
+        else:
+            out.append(event)
 
     def _inspect(self, raw: str) -> bool:
         """Record what the event says; True when it carries a tool call (start holding)."""
-        data = "\n".join(line[5:].lstrip(" ") for line in raw.split("\n") if line.startswith("data:"))
+        lines = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        data = "\n".join(line[5:].lstrip(" ") for line in lines if line.startswith("data:"))
         if not data or data.strip() == "[DONE]":
             return False
         try:
@@ -157,22 +172,32 @@ class StreamGate:
         if not isinstance(doc, dict):
             return False
         if self.api is ApiKind.RESPONSES:
-            if doc.get("type") == "response.completed" and isinstance(doc.get("response"), dict):
-                self._completed = doc["response"]
+            final = doc.get("response")
+            if doc.get("type") in ("response.completed", "response.incomplete", "response.failed") and isinstance(
+                final, dict
+            ):
+                self._final = final
             return False
         self._model = str(doc.get("model") or self._model)
         carries = False
-        for choice in doc.get("choices") or []:
+        for position, choice in enumerate(doc.get("choices") or []):
             delta = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(delta, dict):
                 continue
+            choice_index = choice.get("index", position)
+            choice_index = choice_index if isinstance(choice_index, int) else position
+            pieces = [p for p in delta.get("tool_calls") or [] if isinstance(p, dict)]
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict):
+                pieces.append({"index": _LEGACY_CALL, "function": legacy})
+            carries = carries or bool(pieces)
             if isinstance(delta.get("content"), str):
                 self._text.append(delta["content"])
-            for piece in delta.get("tool_calls") or []:
-                if not isinstance(piece, dict):
-                    continue
-                carries = True
-                call = self._calls.setdefault(int(piece.get("index", 0)), _Call())
+                if carries or self._holding:
+                    self._held_text.append(delta["content"])
+            for piece in pieces:
+                index = piece.get("index")
+                call = self._calls.setdefault((choice_index, index if isinstance(index, int) else 0), _Call())
                 call.call_id = str(piece.get("id") or call.call_id)
                 function = piece.get("function") or {}
                 if isinstance(function, dict):
@@ -183,19 +208,19 @@ class StreamGate:
 
     def calls(self) -> tuple[list[ToolCall], str]:
         if self.api is ApiKind.RESPONSES:
-            return calls_in_answer(self.api, self._completed or {})
+            return calls_in_answer(self.api, self._final or {})
         calls = [ToolCall(c.name, "".join(c.arguments), c.call_id) for _, c in sorted(self._calls.items())]
         return calls, "".join(self._text)
 
     def release(self, verdict: Verdict) -> bytes:
         """What the client gets for the held part of the stream under `verdict`."""
-        held = "".join(self._held)
+        held = b"".join(self._held)
         self._held = []
         if verdict.action in ("none", "allow", "annotate"):
-            return held.encode()
-        model = self._model or str((self._completed or {}).get("model") or "")
+            return held
+        model = self._model or str((self._final or {}).get("model") or "") or f"vsr/{verdict.rule}"
         if self.api is ApiKind.RESPONSES:  # nothing was passed on yet: a whole refusal stream
-            return assistant_reply_stream(self.api, model or f"vsr/{verdict.rule}", verdict.message)
+            return assistant_reply_stream(self.api, model, verdict.message)
         if verdict.action == "block":  # the stream so far carried no tool call: end it with the refusal
             return self._finish(model, {"content": verdict.message}, "stop")
         return self._redacted(model)
@@ -209,25 +234,20 @@ class StreamGate:
         return b"".join(b"data: " + dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
 
     def _redacted(self, model: str) -> bytes:
-        """The held part rebuilt: content as it came, each call once with masked arguments."""
+        """The held part rebuilt: its content as it came, each call once with masked arguments."""
         base = {"id": "chatcmpl-vsr-redacted", "object": "chat.completion.chunk", "model": model}
         chunks: list[dict[str, Any]] = []
-        text = "".join(self._text)
+        text = "".join(self._held_text)
         if text:
             chunks.append({**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
-        for index, call in sorted(self._calls.items()):
+        for (choice, index), call in sorted(self._calls.items()):
             arguments = redact_arguments("".join(call.arguments))[0]
-            delta = {
-                "tool_calls": [
-                    {
-                        "index": index,
-                        "id": call.call_id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": arguments},
-                    }
-                ]
-            }
-            chunks.append({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+            if index == _LEGACY_CALL:
+                delta: dict[str, Any] = {"function_call": {"name": call.name, "arguments": arguments}}
+            else:
+                function = {"name": call.name, "arguments": arguments}
+                delta = {"tool_calls": [{"index": index, "id": call.call_id, "type": "function", "function": function}]}
+            chunks.append({**base, "choices": [{"index": choice, "delta": delta, "finish_reason": None}]})
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
         out = b"".join(b"data: " + dumps(c) + b"\n\n" for c in chunks)
         return out + b"data: [DONE]\n\n"

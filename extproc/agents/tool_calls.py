@@ -66,8 +66,10 @@ def argument_strings(arguments: str) -> list[str]:
         item = stack.pop()
         if isinstance(item, str):
             out.append(item)
-        elif isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, dict):  # keys too: a secret can be smuggled as a key
+            for key, value in reversed(list(item.items())):
+                stack.append(value)
+                stack.append(str(key))
         elif isinstance(item, list):
             stack.extend(reversed(item))
         elif item is not None and not isinstance(item, bool):
@@ -157,7 +159,7 @@ def redact_arguments(arguments: str) -> tuple[str, int]:
             total += n
             return masked
         if isinstance(item, dict):
-            return {k: walk(v) for k, v in item.items()}
+            return {walk(str(k)): walk(v) for k, v in item.items()}
         if isinstance(item, list):
             return [walk(v) for v in item]
         if isinstance(item, int | float) and not isinstance(item, bool):
