@@ -60,10 +60,13 @@ def parse_message(body: bytes) -> McpMessage:
         raise McpProblem(PARSE_ERROR, "Parse error: the body is not JSON") from None
     if isinstance(doc, list):
         raise McpProblem(INVALID_REQUEST, "Batches are not accepted by this gateway")
+    answers = isinstance(doc, dict) and "method" not in doc and "id" in doc and ("result" in doc or "error" in doc)
+    if answers and doc.get("jsonrpc") == "2.0":  # the client answering a server request (sampling, elicitation)
+        return McpMessage(request_id=doc["id"], method="", params={}, doc=doc)
     if not isinstance(doc, dict) or doc.get("jsonrpc") != "2.0" or not isinstance(doc.get("method"), str):
         request_id = doc.get("id") if isinstance(doc, dict) else None
         raise McpProblem(INVALID_REQUEST, "Invalid Request: a JSON-RPC 2.0 object with a method", request_id)
-    params = doc.get("params") or {}
+    params = doc.get("params", {})
     if not isinstance(params, dict):
         raise McpProblem(INVALID_REQUEST, "Invalid Request: params must be an object", doc.get("id"))
     return McpMessage(request_id=doc.get("id"), method=doc["method"], params=params, doc=doc)

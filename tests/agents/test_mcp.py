@@ -322,3 +322,15 @@ def test_without_tools_sse_is_one_message_event() -> None:
 def test_without_tools_of_nothing_hidden_keeps_every_tool() -> None:
     result = list_result("a", "b")
     assert json.loads(without_tools(result, set(), "application/json")) == result
+
+
+def test_a_clients_answer_to_a_server_request_passes_as_a_message_without_method() -> None:
+    answer = parse_message(b'{"jsonrpc": "2.0", "id": 3, "result": {"action": "accept"}}')
+    assert (answer.method, answer.request_id, answer.tool_call()) == ("", 3, None)
+
+
+@pytest.mark.parametrize("params", ["false", "0", '""', "[]"])
+def test_non_object_params_are_invalid_even_when_falsy(params: str) -> None:
+    with pytest.raises(McpProblem) as caught:
+        parse_message(f'{{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {params}}}'.encode())
+    assert caught.value.code == -32600
