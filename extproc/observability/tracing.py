@@ -211,6 +211,14 @@ class StreamTracer:
                 self._signal_spans(span, outcome, at, ns)
             span.end(end_time=ns(end))
             at = end
+        if outcome.cache is not None and "cache" in timings:  # the semantic cache's lookup, after decide
+            attributes: Attributes = {"vsr.cache.state": str(outcome.cache.get("state"))}
+            if outcome.cache.get("reason"):
+                attributes["vsr.cache.reason"] = str(outcome.cache["reason"])
+            if outcome.cache.get("similarity") is not None:
+                attributes["vsr.cache.similarity"] = float(outcome.cache["similarity"])
+            span = self._tracer.start_span("vsr.cache", context=inside, attributes=attributes, start_time=ns(at))
+            span.end(end_time=ns(at + timings["cache"] / 1000.0))
 
     def _signal_spans(self, stage: Span, outcome: RoutingOutcome, start: float, ns: Callable[[float], int]) -> None:
         inside = self._in_span(stage)

@@ -309,9 +309,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             trace.outcome = outcome
         stream.respond_rules = bool(router.policy.tool_rules)
         if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
+            looked_up = time.perf_counter()
             stream.cache = await self.cache.lookup(
                 outcome, router.policy.spec, tenant=stream.tenant, cache_control=stream.cache_control
             )
+            outcome.timings_ms["cache"] = (time.perf_counter() - looked_up) * 1000.0
             outcome.cache = stream.cache.to_dict() if stream.cache.state != "off" else None
         if observer is not None:
             extproc_ms = (time.perf_counter() - stream.started) * 1000.0
