@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from extproc.ops.demo_upstream import encode_demo_reply  # noqa: E402
-from extproc.ops.envoy_config import EnvoyOptions, mcp_upstreams_from_policy, upstreams_from_policy  # noqa: E402
-from extproc.ops.stack import Stack, StackConfig, free_port  # noqa: E402
+from extproc.ops.envoy_config import EnvoyOptions  # noqa: E402
+from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
 
 POLICY = REPO / "policies" / "default.yaml"
 TOOLS = [{"type": "function", "function": {"name": "save_memory", "parameters": {"type": "object"}}}]
@@ -84,10 +84,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=200)
     args = parser.parse_args()
-    overrides = {
-        u.cluster: f"127.0.0.1:{free_port()}"
-        for u in [*upstreams_from_policy(POLICY), *mcp_upstreams_from_policy(POLICY)]
-    }
+    overrides = loopback_overrides(POLICY)
     config = StackConfig(
         policy=POLICY,
         envoy=EnvoyOptions(

@@ -45,7 +45,7 @@ from extproc.ops.envoy_config import (  # noqa: E402
     to_yaml,
     upstreams_from_policy,
 )
-from extproc.ops.stack import Stack, StackConfig, free_port  # noqa: E402
+from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
 
 UPSTREAM_REPLY = json.dumps(
     {
@@ -173,7 +173,7 @@ def main() -> int:
     plain_port, three_port, upstream_port = free_port(), free_port(), free_port()
     demo: dict[str, str] = {}
     if args.upstream == "demo":
-        demo = {u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(args.policy)}
+        demo = loopback_overrides(args.policy)
     tmp = tempfile.TemporaryDirectory(prefix="vsr-bench-")
     config_path = Path(tmp.name) / "envoy.yaml"
     config = bench_config(args.policy, options, plain_port, three_port, upstream_port, demo)

@@ -51,8 +51,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from extproc.ops.envoy_config import EnvoyOptions, upstreams_from_policy  # noqa: E402
-from extproc.ops.stack import Stack, StackConfig, free_port  # noqa: E402
+from extproc.ops.envoy_config import EnvoyOptions  # noqa: E402
+from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
 
 REQUESTS = REPO / "policies" / "examples" / "requests"
 POLICY = REPO / "policies" / "default.yaml"
@@ -376,7 +376,7 @@ def stack_config(policy: Path) -> StackConfig:
     return StackConfig(
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
-        upstream_overrides={u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams_from_policy(policy)},
+        upstream_overrides=loopback_overrides(policy),
         env={"VSR_LOGGING__LEVEL": "WARNING", "VSR_SERVER__ADMIN_PORT": str(free_port())},
         stream_delay_ms=5.0,
         start_timeout_s=180.0,

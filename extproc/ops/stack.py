@@ -77,6 +77,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         return chosen
 
 
+def loopback_overrides(policy: Path | str) -> dict[str, str]:
+    """Every cluster of the policy (models and MCP servers) on a free loopback port: for stacks
+    that run beside others (tests, benchmarks)."""
+    upstreams = [*upstreams_from_policy(policy), *mcp_upstreams_from_policy(policy)]
+    return {u.cluster: f"127.0.0.1:{free_port()}" for u in upstreams}
+
+
 def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extproc.ops.envoy_config import EnvoyOptions, mcp_upstreams_from_policy, upstreams_from_policy
-from extproc.ops.stack import Stack, StackConfig, free_port
+from extproc.ops.envoy_config import EnvoyOptions
+from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"
@@ -20,10 +20,7 @@ def stack_config(policy: Path = POLICY, **env: str) -> StackConfig:
     return StackConfig(
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
-        upstream_overrides={
-            u.cluster: f"127.0.0.1:{free_port()}"
-            for u in [*upstreams_from_policy(policy), *mcp_upstreams_from_policy(policy)]
-        },
+        upstream_overrides=loopback_overrides(policy),
         # A free admin port too: several stacks may be up at once within one test run.
         env={
             "VSR_SERVER__DEBUG_HEADERS": "true",
