@@ -29,8 +29,7 @@ class CacheEntry:
     context: str
     exact: str  # the exact key; unique within the store
     query: str  # the last user turn the answer was for
-    candidate: FloatArray  # the cheap vector of the query (unit length)
-    verify: FloatArray  # the MiniLM embedding of the query (unit length)
+    candidate: FloatArray  # the cheap vector of the query (unit length); MiniLM reads `query` when verifying
     answer: StoredAnswer
     expires_at: float  # time.time() seconds
 
@@ -40,7 +39,7 @@ class CacheEntry:
             len(self.answer.body)
             + len(self.answer.text.encode())
             + len(self.query.encode())
-            + 8 * (self.candidate.size + self.verify.size)
+            + 4 * self.candidate.size
         )
 
 
@@ -72,6 +71,51 @@ class CacheBackend(Protocol):
     def close(self) -> None: ...
 
 
+class _Group:
+    """The candidate vectors of one (partition, context), as rows of a growable matrix: a
+    search is one matrix-vector product, a store an amortised row append, a removal a swap."""
+
+    __slots__ = ("keys", "matrix", "position")
+
+    def __init__(self, dim: int) -> None:
+        self.keys: list[str] = []
+        self.position: dict[str, int] = {}
+        self.matrix: FloatArray = np.zeros((8, dim), dtype=np.float32)
+
+    def add(self, key: str, vector: FloatArray) -> None:
+        if key in self.position:
+            self.matrix[self.position[key]] = vector
+            return
+        if len(self.keys) == len(self.matrix):
+            grown = np.zeros((2 * len(self.matrix), self.matrix.shape[1]), dtype=np.float32)
+            grown[: len(self.keys)] = self.matrix
+            self.matrix = grown
+        self.matrix[len(self.keys)] = vector
+        self.position[key] = len(self.keys)
+        self.keys.append(key)
+
+    def remove(self, key: str) -> None:
+        index = self.position.pop(key, None)
+        if index is None:
+            return
+        last = len(self.keys) - 1
+        if index != last:
+            moved = self.keys[last]
+            self.matrix[index] = self.matrix[last]
+            self.keys[index] = moved
+            self.position[moved] = index
+        self.keys.pop()
+
+    def best(self, vector: FloatArray, limit: int) -> list[tuple[str, float]]:
+        scores = self.matrix[: len(self.keys)] @ vector
+        if len(scores) > limit:
+            top = np.argpartition(-scores, limit)[:limit]
+            order = top[np.argsort(-scores[top])]
+        else:
+            order = np.argsort(-scores)
+        return [(self.keys[i], float(scores[i])) for i in order]
+
+
 class MemoryCache:
     """In this process: bounded by entries and bytes (least recently used go first), with TTL."""
 
@@ -83,7 +127,7 @@ class MemoryCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()  # stores come from several streams; keep the indexes consistent
         self._entries: OrderedDict[str, CacheEntry] = OrderedDict()  # exact key -> entry, LRU order
-        self._by_context: dict[tuple[str, str], dict[str, CacheEntry]] = {}
+        self._by_context: dict[tuple[str, str], _Group] = {}
         self._bytes = 0
 
     def get(self, partition: str, exact: str, now: float) -> CacheEntry | None:
@@ -105,20 +149,16 @@ class MemoryCache:
     ) -> list[tuple[CacheEntry, float]]:
         with self._lock:
             group = self._by_context.get((partition, context))
-            if not group:
+            if group is None:
                 return []
-            expired = [e for e in group.values() if e.expires_at <= now]
-            for entry in expired:
-                self._drop(entry)
-            live = list(group.values())
-            if not live:
-                return []
-            matrix = np.stack([e.candidate for e in live])
-            scores = matrix @ vector
-            order = np.argsort(-scores)[:limit]
-            found = [(live[i], float(scores[i])) for i in order]
-            for entry, _ in found:
-                self._entries.move_to_end(entry.exact)
+            found: list[tuple[CacheEntry, float]] = []
+            for key, score in group.best(vector, limit):
+                entry = self._entries[key]
+                if entry.expires_at <= now:
+                    self._drop(entry)
+                    continue
+                self._entries.move_to_end(key)
+                found.append((entry, score))
             return found
 
     def put(self, entry: CacheEntry, now: float) -> int:
@@ -128,7 +168,10 @@ class MemoryCache:
             if old is not None:
                 self._drop(old)
             self._entries[entry.exact] = entry
-            self._by_context.setdefault((entry.partition, entry.context), {})[entry.exact] = entry
+            group = self._by_context.get((entry.partition, entry.context))
+            if group is None:
+                group = self._by_context[(entry.partition, entry.context)] = _Group(entry.candidate.shape[0])
+            group.add(entry.exact, entry.candidate)
             self._bytes += entry.size
             while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
                 oldest = next(iter(self._entries.values()))
@@ -142,8 +185,8 @@ class MemoryCache:
         self._bytes -= entry.size
         group = self._by_context.get((entry.partition, entry.context))
         if group is not None:
-            group.pop(entry.exact, None)
-            if not group:
+            group.remove(entry.exact)
+            if not group.keys:
                 del self._by_context[(entry.partition, entry.context)]
 
     def stats(self) -> tuple[int, int]:

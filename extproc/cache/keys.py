@@ -93,7 +93,7 @@ def cache_key(request: RoutingRequest, model: str, partition: str) -> CacheKey |
     ]
     images = [[i.message_index, i.sha256] for i in request.images]
     shaping: dict[str, Any] = {k: request.raw[k] for k in ANSWER_SHAPING_FIELDS if k in request.raw}
-    numbers = sorted(_NUMBER.findall(normalise(query)))
+    numbers = numbers_of(query)
     context_doc = json.dumps(
         [request.api.value, model, partition, earlier, images, shaping, numbers],
         ensure_ascii=False,
@@ -103,3 +103,99 @@ def cache_key(request: RoutingRequest, model: str, partition: str) -> CacheKey |
     context = hashlib.sha256(context_doc.encode("utf-8")).hexdigest()[:40]
     exact = hashlib.sha256(f"{context}\x00{normalise(query)}".encode()).hexdigest()[:40]
     return CacheKey(partition=partition, context=context, exact=exact, query=query)
+
+
+# -- what a semantic hit must also agree on ---------------------------------------------------------
+# Sentence embeddings score a question and its mirror image alike: "5 km to miles" / "5 miles to km"
+# (0.98), "capital of France" / "capital of Germany", "is X safe" / "is X not safe". A semantic hit
+# must also keep the same negation, name the same proper nouns (a capitalised word the other text
+# contains too, case-insensitively), and not merely reorder the same content words around a
+# directional word. Numbers are part of the context already.
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_NEGATIONS = _wordset(
+    "not no never without nor none neither cannot can't don't doesn't didn't isn't aren't "
+    "wasn't weren't won't wouldn't shouldn't couldn't haven't hasn't hadn't "
+)
+_DIRECTIONAL = _wordset(
+    "to from into than vs versus before after over under "
+)
+_STOPWORDS = _wordset(
+    "a an the of in on at for to from by with and or is are was were be been do does did what "
+    "what's how how's why when where who which can could would should will shall may might i "
+    "you we it this that these those my your our me us please tell give show explain describe "
+    "write make find help any some if into than vs versus before after over under as about "
+)
+
+
+# Opposites: a pair whose texts differ by one of these asks the opposite question.
+_OPPOSITES: tuple[tuple[str, str], ...] = tuple(
+    (pair.partition("/")[0], pair.partition("/")[2])
+    for pair in _wordset(
+        "good/bad on/off increase/decrease up/down soft/hard hot/cold eat/avoid add/remove enable/disable "
+        "start/stop open/close min/max minimum/maximum best/worst more/less higher/lower high/low "
+        "before/after synonym/antonym import/export upload/download encrypt/decrypt compress/decompress "
+        "buy/sell win/lose true/false left/right north/south east/west first/last old/new fast/slow "
+        "big/small large/small long/short easy/hard cheap/expensive safe/dangerous healthy/unhealthy "
+        "push/pull read/write encode/decode serialize/deserialize lock/unlock show/hide allow/deny "
+        "accept/reject include/exclude inside/outside above/below plus/minus positive/negative odd/even "
+        "uppercase/lowercase ascending/descending horizontal/vertical day/night summer/winter "
+        "benefits/risks pros/cons advantages/disadvantages gain/lose join/leave install/uninstall"
+    )
+)
+_NUMBER_WORDS = _wordset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
+    "thousand million billion half quarter double triple first second third fourth fifth sixth "
+    "seventh eighth ninth tenth once twice"
+)
+
+
+def numbers_of(text: str) -> list[str]:
+    """The numbers a text names, as digits or as words (sorted): part of a request's context."""
+    normalised = normalise(text)
+    return sorted([*_NUMBER.findall(normalised), *(w for w in _WORD.findall(normalised) if w in _NUMBER_WORDS)])
+
+
+def _words(text: str) -> list[str]:
+    return [w.removesuffix("'s") for w in _WORD.findall(unicodedata.normalize("NFKC", text))]
+
+
+def _proper_nouns(text: str) -> set[str]:
+    """Capitalised words that are not capitalised only for opening a sentence."""
+    names: set[str] = set()
+    for sentence in re.split(r"[.!?\n]+", unicodedata.normalize("NFKC", text)):
+        words = _words(sentence)
+        for word in words[1:]:
+            if word[:1].isupper() and len(word) > 1 and word.casefold() not in _STOPWORDS:
+                names.add(word.casefold())
+    return names
+
+
+def _first_seen(words: list[str], keep: set[str]) -> list[str]:
+    return list(dict.fromkeys(w for w in words if w in keep))
+
+
+def semantically_compatible(a: str, b: str) -> bool:
+    """False when `a` and `b` differ in what embeddings miss: negation, opposites, named entities,
+    or the same words in another order around a directional word ("from English to French")."""
+    folded_a = [w.casefold() for w in _words(a)]
+    folded_b = [w.casefold() for w in _words(b)]
+    set_a, set_b = set(folded_a), set(folded_b)
+    if bool(set_a & _NEGATIONS) != bool(set_b & _NEGATIONS):
+        return False
+    for x, y in _OPPOSITES:
+        if (x in set_a and y in set_b and x not in set_b) or (y in set_a and x in set_b and y not in set_b):
+            return False
+    if not _proper_nouns(a) <= set_b or not _proper_nouns(b) <= set_a:
+        return False
+    if _DIRECTIONAL & set_a and _DIRECTIONAL & set_b:
+        shared = (set_a & set_b) - _STOPWORDS
+        if _first_seen(folded_a, shared) != _first_seen(folded_b, shared):
+            return False
+    return True

@@ -4,15 +4,14 @@
 in a local process; tests and single-node use) or a Milvus server (`http://host:19530`). One
 collection holds every tenant's entries: the partition and context are scalar fields every
 search filters on, so a search never sees another tenant's entries. The candidate vector is the
-indexed field (inner product over unit vectors: cosine); the MiniLM vector, the query and the
-answer ride in one VARCHAR payload, so an answer larger than about 60 KB is not stored here.
+indexed field (inner product over unit vectors: cosine); the query and the answer ride in one
+VARCHAR payload, so an answer larger than about 60 KB is not stored here.
 Entries leave by TTL (expired ones are deleted every few hundred stores); the fleet's store is
 sized by the Milvus deployment, not by `max_entries`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import threading
@@ -30,14 +29,6 @@ _PURGE_EVERY = 256  # stores between deletions of expired entries
 
 class EntryTooLarge(ValueError):
     pass
-
-
-def _vector_text(vector: FloatArray) -> str:
-    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
-
-
-def _vector_of(text: str) -> FloatArray:
-    return np.frombuffer(base64.b64decode(text), dtype=np.float32).copy()
 
 
 class MilvusCache:
@@ -108,7 +99,6 @@ class MilvusCache:
                 "b": entry.answer.body.decode("utf-8", "replace"),
                 "m": entry.answer.model,
                 "n": entry.answer.completion_tokens,
-                "v": _vector_text(entry.verify),
             },
             ensure_ascii=False,
         )
@@ -158,7 +148,6 @@ def _entry(row: dict[str, Any]) -> CacheEntry:
         exact=row["exact"],
         query=payload["q"],
         candidate=np.asarray(row["candidate"], dtype=np.float32),
-        verify=_vector_of(payload["v"]),
         answer=StoredAnswer(
             text=payload["t"], body=payload["b"].encode("utf-8"), model=payload["m"], completion_tokens=payload["n"]
         ),

@@ -30,7 +30,7 @@ import numpy as np
 from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.cache.backends import CacheBackend, CacheEntry, FloatArray, MemoryCache
 from extproc.cache.embedding import StaticEmbedder
-from extproc.cache.keys import CacheKey, cache_key, tenant_partition
+from extproc.cache.keys import CacheKey, cache_key, semantically_compatible, tenant_partition
 from extproc.protocol.request import ApiKind
 
 if TYPE_CHECKING:
@@ -161,24 +161,23 @@ class SemanticCache:
             self.backend.candidates, key.partition, key.context, candidate, self.settings.candidates, now
         )
         floor = similarity - self.settings.candidate_margin
-        found = [(entry, score) for entry, score in found if score >= floor]
+        found = [(e, score) for e, score in found if score >= floor and semantically_compatible(key.query, e.query)]
         if not found:
             return None, 0.0
-        verify = await self._embed(key.query)
+        # MiniLM verifies: the query and the candidates' queries in one batch (the embedder keeps
+        # recent texts, so a popular entry's query is embedded once).
+        vectors = await self._embed_many([key.query, *(e.query for e, _ in found)])
         best: tuple[CacheEntry | None, float] = (None, 0.0)
-        for entry, _ in found:
-            score = float(np.dot(entry.verify, verify))
+        for (entry, _), vector in zip(found, vectors[1:], strict=True):
+            score = float(np.dot(vector, vectors[0]))
             if score >= similarity and score > best[1]:
                 best = (entry, score)
         return best
 
-    async def _embed(self, text: str) -> FloatArray:
+    async def _embed_many(self, texts: list[str]) -> FloatArray:
         if self.executor is not None:
-            vectors = await self.executor.run(self.embedder.embed, [text])
-        else:
-            vectors = self.embedder.embed([text])
-        result: FloatArray = vectors[0]
-        return result
+            return await self.executor.run(self.embedder.embed, texts)
+        return self.embedder.embed(texts)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         if self.backend.blocking:
@@ -214,19 +213,13 @@ class SemanticCache:
             answer: StoredAnswer = storable_answer(api, status, content_type, body)
         except NotStorable as why:
             return str(why)
-        try:
-            verify = await self._embed(key.query)
-        except Exception:
-            log.exception("cache store: embedding failed")
-            return "embedding_error"
         now = self.clock()
         entry = CacheEntry(
             partition=key.partition,
             context=key.context,
             exact=key.exact,
             query=key.query,
-            candidate=self.static.embed(key.query),
-            verify=verify,
+            candidate=self.static.embed(key.query),  # MiniLM only when a later lookup verifies it
             answer=answer,
             expires_at=now + ttl_s,
         )

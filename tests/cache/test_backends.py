@@ -31,7 +31,6 @@ def entry(exact: str, partition: str = "tA", context: str = "c1", vector: np.nda
         exact=exact,
         query=f"query {exact}",
         candidate=vector,
-        verify=vector,
         answer=StoredAnswer(text=text, body=b'{"a": "' + text.encode() + b'"}', model="m", completion_tokens=3),
         expires_at=NOW + ttl,
     )
@@ -52,7 +51,7 @@ def test_exact_get_round_trips_within_its_partition_only(backend: CacheBackend) 
     backend.put(entry("k1"), NOW)
     got = backend.get("tA", "k1", NOW)
     assert got is not None and got.answer.text == "answer" and got.answer.body == b'{"a": "answer"}'
-    assert got.query == "query k1" and np.allclose(got.verify, unit(1.0))
+    assert got.query == "query k1" and np.allclose(got.candidate, unit(1.0))
     assert backend.get("tB", "k1", NOW) is None  # another tenant's key never answers
     assert backend.get("tA", "k2", NOW) is None
 

@@ -87,3 +87,29 @@ def test_numbers_in_the_last_turn_split_the_context() -> None:
     fifty = key_of(chat(("user", "Convert 50 km to miles")))
     assert five.context != fifty.context
     assert five.context == key_of(chat(("user", "How many miles are 5 km?"))).context
+
+
+def test_guards_catch_what_embeddings_miss_and_let_paraphrases_through() -> None:
+    from extproc.cache.keys import numbers_of, semantically_compatible
+
+    different = [
+        ("Convert 5 km to miles.", "Convert 5 miles to km."),  # direction
+        ("Translate 'good morning' from English to French.", "Translate 'good morning' from French to English."),
+        ("What is the capital of France?", "What is the capital of Germany?"),  # names
+        ("Is coffee good for your health?", "Is coffee bad for your health?"),  # opposites
+        ("Should I take ibuprofen?", "Should I not take ibuprofen?"),  # negation
+        ("How do I turn on dark mode?", "How do I turn off dark mode?"),
+    ]
+    for a, b in different:
+        assert not semantically_compatible(a, b), (a, b)
+        assert not semantically_compatible(b, a), (b, a)
+    same = [
+        ("What is the capital of France?", "what's france's capital city"),
+        ("How do I sort a list in Python?", "In Python, how do I sort a list?"),
+        ("Write a haiku about autumn.", "Compose a haiku on the theme of autumn."),  # sentence-initial capitals
+        ("Paris travel tips", "Tips for travelling to Paris"),
+    ]
+    for a, b in same:
+        assert semantically_compatible(a, b), (a, b)
+    assert numbers_of("Round pi to two places") != numbers_of("Round pi to four places")
+    assert numbers_of("Give me 3 ideas") == ["3"]
