@@ -234,10 +234,10 @@ class CacheSettings(_Section):
     milvus_uri: str = "vsr_cache.db"
     milvus_token: str = ""
     milvus_collection: str = Field(default="vsr_semantic_cache", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    candidates: int = Field(default=4, ge=1, le=64)  # verified with MiniLM at most, per lookup
+    candidates: int = Field(default=2, ge=1, le=64)  # verified with MiniLM at most, per lookup
     # The static (token-embedding) similarity a candidate needs before MiniLM verifies it, below
     # the decision's similarity: paraphrases score lower on the static embedding than on MiniLM.
-    candidate_margin: float = Field(default=0.25, ge=0.0, le=1.0)
+    candidate_margin: float = Field(default=0.15, ge=0.0, le=1.0)
 
 
 class ReloadSettings(_Section):
