@@ -55,6 +55,8 @@ def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
 
     for decision in out.get("decisions", []):
         decision["when"] = prune(decision["when"])
+    rules = [{**rule, "when": prune(rule["when"])} for rule in out.get("tool_rules", [])]
+    out["tool_rules"] = [rule for rule in rules if rule["when"] is not None]
     return out
 
 
