@@ -199,7 +199,8 @@ class Stack:
 
     def stop(self) -> None:
         """Envoy first, then the server (SIGTERM: it drains), then the upstreams."""
-        for name in ("envoy", "extproc", "upstream", *(n for n in self.procs if n.startswith("mcp:"))):
+        # Envoy first (no new requests), then the server, then every demo server, whatever its name.
+        for name in ("envoy", "extproc", *(n for n in list(self.procs) if n not in ("envoy", "extproc"))):
             self.stop_process(name)
         for pump in self._pumps:
             pump.join(timeout=2)
