@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from extproc.ops.demo_upstream import _head, _HttpError, _read_request, _Request
+from extproc.ops.demo_upstream import _head, _HttpError, _read_request, _Request, serve_until
 
 log = logging.getLogger("extproc.ops.demo_mcp")
 
@@ -283,19 +283,8 @@ async def serve(host: str, port: int, name: str = "mcp") -> DemoMcpServer:
 
 async def serve_forever(host: str, port: int, name: str = "mcp", stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM when `stop` is None)."""
-    import signal
-
     server = await serve(host, port, name)
-    if stop is None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await server.close()
+    await serve_until(server, stop)
 
 
 def _listen_address(value: str) -> tuple[str, int]:

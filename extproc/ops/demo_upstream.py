@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("extproc.ops.demo_upstream")
 
@@ -516,10 +516,19 @@ def _usage(text: str) -> dict[str, int]:
 
 async def serve_forever(upstreams: Sequence[DemoUpstream], stop: asyncio.Event | None = None) -> None:
     """Serve until `stop` is set (or SIGINT/SIGTERM when `stop` is None)."""
-    import signal
-
     server = DemoServer(upstreams)
     await server.start()
+    await serve_until(server, stop)
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+async def serve_until(server: _Closable, stop: asyncio.Event | None) -> None:
+    """Keep a started demo server up until `stop` is set (or SIGINT/SIGTERM when it is None)."""
+    import signal
+
     if stop is None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -19,6 +19,14 @@ _RESERVED_HEADERS = frozenset(
 )
 
 
+def _condition(raw: Any) -> Condition:
+    """A rule's `when`, parsed (decisions and tool rules): a condition error as a validation error."""
+    try:
+        return parse_condition(raw)
+    except ConditionError as exc:
+        raise ValueError(str(exc)) from None
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -137,10 +145,7 @@ class Decision(_Strict):
     @field_validator("when", mode="before")
     @classmethod
     def _parse_when(cls, raw: Any) -> Condition:
-        try:
-            return parse_condition(raw)
-        except ConditionError as exc:
-            raise ValueError(str(exc)) from None
+        return _condition(raw)
 
 
 class ToolRule(_Strict):
@@ -166,10 +171,7 @@ class ToolRule(_Strict):
     @field_validator("when", mode="before")
     @classmethod
     def _parse_when(cls, raw: Any) -> Condition:
-        try:
-            return parse_condition(raw)
-        except ConditionError as exc:
-            raise ValueError(str(exc)) from None
+        return _condition(raw)
 
 
 class McpServer(_Strict):
