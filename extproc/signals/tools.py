@@ -58,18 +58,16 @@ class ToolsSignal(Signal):
         checks: list[bool] = []
         evidence: list[str] = []
         labels: dict[str, float] = {}
-        if spec.offered:
-            found = _matching(request.tools, spec.offered)
-            checks.append(bool(found))
-            labels["offered"] = 1.0 if found else 0.0
-            if found:
-                evidence.append("offered: " + ", ".join(found[:5]))
-        if spec.called:
-            found = _matching(request.tool_call_names, spec.called)
-            checks.append(bool(found))
-            labels["called"] = 1.0 if found else 0.0
-            if found:
-                evidence.append("called: " + ", ".join(found[:5]))
+        for label, names, globs in (
+            ("offered", request.tools, spec.offered),
+            ("called", request.tool_call_names, spec.called),
+        ):
+            if globs:
+                found = _matching(names, globs)
+                checks.append(bool(found))
+                labels[label] = 1.0 if found else 0.0
+                if found:
+                    evidence.append(f"{label}: " + ", ".join(found[:5]))
         if spec.tool_choice:
             choice = request.tool_choice
             checks.append(choice is not None and bool(_matching([choice], spec.tool_choice)))
