@@ -61,7 +61,7 @@ from extproc.server import mutations
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup, SemanticCache
-    from extproc.observability.tracing import StreamTrace, StreamTracer
+    from extproc.observability.tracing import Attributes, StreamTrace, StreamTracer
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
 
@@ -394,6 +394,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
     async def _judge(self, router: Router, calls: list[ToolCall], text: str, stream: _Stream) -> Verdict:
         if not calls and not stream.respond_store:
             return Verdict()  # a plain answer to a request that offered tools: nothing to judge
+        started = time.perf_counter()
         try:
             verdict = await judge_calls(router.policy, router.executor, calls, text=text, store=stream.respond_store)
         except Exception:  # a judge that cannot run blocks: an unchecked tool call must not pass
@@ -405,6 +406,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             log.info(
                 "tool rule", extra={"request_id": stream.request_id, "rule": verdict.rule, "action": verdict.action}
             )
+        if stream.trace is not None:  # names and counts only: never arguments
+            attributes: Attributes = {"vsr.tool_rules.calls": len(calls), "vsr.tool_rules.action": verdict.action}
+            if verdict.rule is not None:
+                attributes = {**attributes, "vsr.tool_rules.rule": verdict.rule}
+            stream.trace.add_span("vsr.tool_rules", started, time.perf_counter(), attributes)
         return verdict
 
     # -- MCP ----------------------------------------------------------------------------------
