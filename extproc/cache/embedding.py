@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from extproc.cache.backends import FloatArray
+from extproc.cache.keys import FUNCTION_WORDS
 from extproc.models.cache import LruCache
 
 if TYPE_CHECKING:
@@ -28,9 +29,20 @@ class StaticEmbedder:
         weight = embedder.model.get_input_embeddings().weight.detach().float().numpy()
         self.table: FloatArray = (weight - weight.mean(axis=0, keepdims=True)).astype(np.float32)
         self.tokenizer = embedder.tokenizer
-        # The Rust tokenizer itself: transformers' __call__ costs ~20x more in Python per text.
-        self.fast = getattr(self.tokenizer, "backend_tokenizer", None)
+        # A private copy of the Rust tokenizer, without padding or truncation: transformers' __call__
+        # costs more per text, and it re-configures the shared backend tokenizer on every call.
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        self.fast = type(backend).from_str(backend.to_str()) if backend is not None else None
+        if self.fast is not None:
+            self.fast.no_padding()
+            self.fast.no_truncation()
         self.special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
+        # Function words carry no topic: two unrelated questions of one template ("Tell me about
+        # the ...") would otherwise look alike and each pay for a MiniLM verification.
+        for word in FUNCTION_WORDS:
+            pieces = self._ids(word)
+            if len(pieces) == 1:
+                self.special.add(pieces[0])
         self.dim = int(self.table.shape[1])
         self.cache: LruCache[FloatArray] = LruCache(4096)  # a lookup's query is stored moments later
 

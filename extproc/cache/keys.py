@@ -199,3 +199,7 @@ def semantically_compatible(a: str, b: str) -> bool:
         if _first_seen(folded_a, shared) != _first_seen(folded_b, shared):
             return False
     return True
+
+
+# Words the static candidate embedding leaves out (see `embedding.StaticEmbedder`).
+FUNCTION_WORDS = _STOPWORDS | _wordset("the a an its it's there their them they he she his her i'm me")
