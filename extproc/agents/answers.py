@@ -119,7 +119,6 @@ class StreamGate:
     pass through exactly as they came (events are split on bytes, decoded only to be read)."""
 
     api: ApiKind
-    hold_all: bool = False  # Responses streams: everything is held until the end
     _partial: bytes = b""
     _held: list[bytes] = field(default_factory=list)  # raw events, with their blank line
     _holding: bool = False
@@ -131,8 +130,7 @@ class StreamGate:
     ready: bool = False
 
     def __post_init__(self) -> None:
-        if self.api is ApiKind.RESPONSES:
-            self.hold_all = True
+        if self.api is ApiKind.RESPONSES:  # held whole: judged on the completed response
             self._holding = True
 
     def feed(self, chunk: bytes, end: bool) -> bytes:

@@ -59,7 +59,6 @@ class CacheLookup:
     body: bytes = b""
     content_type: str = ""
     completion_tokens: int = 0
-    decision: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -119,38 +118,37 @@ class SemanticCache:
     ) -> CacheLookup:
         rule = policy.cache_for(outcome.decision) if outcome.action == "route" else None
         if rule is None or outcome.request is None or outcome.model is None:
-            return CacheLookup("off", decision=outcome.decision)
+            return CacheLookup("off")
         flags = cache_control_flags(cache_control)
         partition = tenant_partition(dict(tenant), shared=rule.shared)
         if partition is None:
-            return CacheLookup("bypass", "no_tenant", decision=rule.decision)
+            return CacheLookup("bypass", "no_tenant")
         key = cache_key(outcome.request, outcome.model.name, partition)
         if key is None:
-            return CacheLookup("bypass", "not_cacheable", decision=rule.decision)
+            return CacheLookup("bypass", "not_cacheable")
         store = "no-store" not in flags
         ticket = self._ticket(key, outcome.request.api, rule.ttl_s) if store else None
         if "no-cache" in flags:
-            return CacheLookup("bypass", "no-cache", ticket=ticket, decision=rule.decision)
+            return CacheLookup("bypass", "no-cache", ticket=ticket)
         now = self.clock()
         try:
             entry = await self._call(self.backend.get, partition, key.exact, now)
-            similarity = 1.0
+            similarity, reason = 1.0, "exact"
             if entry is None:
-                entry, similarity = await self._semantic(key, rule.similarity, now)
+                (entry, similarity), reason = await self._semantic(key, rule.similarity, now), "semantic"
         except Exception:  # a store that fails must never fail the request
             log.exception("cache lookup failed")
-            return CacheLookup("miss", "backend_error", ticket=ticket, decision=rule.decision)
+            return CacheLookup("miss", "backend_error", ticket=ticket)
         if entry is None:
-            return CacheLookup("miss", "" if store else "no-store", ticket=ticket, decision=rule.decision)
+            return CacheLookup("miss", "" if store else "no-store", ticket=ticket)
         body, content_type = hit_body(outcome.request.api, entry.answer, stream=outcome.request.stream)
         return CacheLookup(
             "hit",
-            "exact" if similarity >= 1.0 and entry.exact == key.exact else "semantic",
+            reason,
             similarity=similarity,
             body=body,
             content_type=content_type,
             completion_tokens=entry.answer.completion_tokens,
-            decision=rule.decision,
         )
 
     async def _semantic(self, key: CacheKey, similarity: float, now: float) -> tuple[CacheEntry | None, float]:

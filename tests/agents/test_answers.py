@@ -551,7 +551,6 @@ def responses_stream(response: dict[str, Any]) -> bytes:
 def test_responses_stream_is_held_whole_and_judged_on_completion() -> None:
     stream = responses_stream(responses_answer())
     gate = StreamGate(ApiKind.RESPONSES)
-    assert gate.hold_all
     passed = feed_split(gate, stream, [50, 300, 301, 700, len(stream) - 2])
     assert b"".join(passed) == b""
     assert gate.ready
