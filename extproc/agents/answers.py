@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extproc.agents.tool_calls import ToolCall, Verdict, redact_arguments
+from extproc.protocol import sse
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -159,8 +160,7 @@ class StreamGate:
 
     def _inspect(self, raw: str) -> bool:
         """Record what the event says; True when it carries a tool call (start holding)."""
-        lines = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        data = "\n".join(line[5:].lstrip(" ") for line in lines if line.startswith("data:"))
+        _, data = sse.event(raw)
         if not data or data.strip() == "[DONE]":
             return False
         try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from extproc.agents.tool_calls import ToolCall
 from extproc.policy.schema import McpServer, McpSpec
+from extproc.protocol import sse
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -111,12 +112,7 @@ def without_tools(doc: dict[str, Any], hidden: set[str], content_type: str) -> b
 
 def _result_doc(body: bytes, content_type: str) -> dict[str, Any] | None:
     text = body.decode("utf-8", "replace")
-    candidates = [text]
-    if "text/event-stream" in content_type:
-        candidates = [
-            "\n".join(line[5:].lstrip(" ") for line in block.split("\n") if line.startswith("data:"))
-            for block in text.replace("\r\n", "\n").split("\n\n")
-        ]
+    candidates = [data for _, data in sse.events(text)] if "text/event-stream" in content_type else [text]
     for candidate in candidates:
         try:
             doc = json.loads(candidate)

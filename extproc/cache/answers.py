@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from extproc.protocol import sse
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -108,25 +109,8 @@ def _complete_text(api: ApiKind, doc: dict[str, Any]) -> str:
     return text
 
 
-def _events(body: bytes) -> list[tuple[str | None, str]]:
-    """(event name, data) per SSE event; multi-line data joined by newlines."""
-    events: list[tuple[str | None, str]] = []
-    text = body.decode("utf-8", "replace").replace("\r\n", "\n")
-    for block in text.split("\n\n"):
-        name: str | None = None
-        data: list[str] = []
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data.append(line[5:].lstrip(" "))
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
-
-
 def _from_stream(api: ApiKind, body: bytes) -> StoredAnswer:
-    events = _events(body)
+    events = sse.events(body)
     if api is ApiKind.RESPONSES:
         for _, data in reversed(events):
             try:
