@@ -98,18 +98,16 @@ class _Stream:
     tenant: dict[str, str] = field(default_factory=dict)  # the cache's tenant headers, from metadata
     cache_control: str = ""
     cache: CacheLookup | None = None
-    # the store phase (observability mode): the ticket, the upstream's status and body so far
+    # the store phase (observability mode): the ticket and the body so far
     store_ticket: str | None = None
-    store_status: int = 0
-    store_content_type: str = ""
     store_body: bytearray = field(default_factory=bytearray)
     store_overflow: bool = False
     # the tool rules' response phase: what the request said it needs, and the held stream
     respond: str = ""  # json / stream / mcp_list, from the decision metadata
     respond_api: str = ""
     respond_store: bool = False
-    response_status: int = 0
-    response_type: str = ""
+    response_status: int = 0  # the upstream's, from the response headers (store or tool-rules phase)
+    response_type: str = ""  # its content type, lower-cased
     response_body: bytearray = field(default_factory=bytearray)
     gate: StreamGate | None = None
     respond_rules: bool = False  # the policy has tool rules (set when the request is decided)
@@ -190,12 +188,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
             ticket = meta.fields.get(TICKET_KEY) if meta is not None else None
             stream.store_ticket = ticket.string_value if ticket is not None else None
-            for header in request.response_headers.headers.headers:
-                key = header.key.lower()
-                if key == ":status":
-                    stream.store_status = int(_value(header) or 0)
-                elif key == "content-type":
-                    stream.store_content_type = _value(header)
+            stream.response_status, stream.response_type = _status_and_type(request.response_headers)
             end = request.response_headers.end_of_stream
         elif phase == "response_body":
             if len(stream.store_body) + len(request.response_body.body) > cache.settings.max_entry_bytes:
@@ -213,7 +206,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             cache.counters.stores["too_large"] += 1
             return
         task = asyncio.create_task(
-            cache.store(ticket, stream.store_status, stream.store_content_type, bytes(stream.store_body))
+            cache.store(ticket, stream.response_status, stream.response_type, bytes(stream.store_body))
         )
         stream.store_body = bytearray()
         self._stores.add(task)
@@ -349,12 +342,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         stream.respond = fields[RESPOND_KEY].string_value
         stream.respond_api = fields["api"].string_value if "api" in fields else ApiKind.CHAT.value
         stream.respond_store = "store" in fields
-        for header in request.response_headers.headers.headers:
-            key = header.key.lower()
-            if key == ":status":
-                stream.response_status = int(_value(header) or 0)
-            elif key == "content-type":
-                stream.response_type = _value(header).lower()
+        stream.response_status, stream.response_type = _status_and_type(request.response_headers)
         if stream.respond == "stream" and stream.response_status == 200 and "event-stream" in stream.response_type:
             stream.gate = StreamGate(ApiKind(stream.respond_api))
         return mutations.response_headers({})
@@ -547,6 +535,18 @@ def canonical_path(raw: str) -> str:
     path = unquote(raw.split("?", 1)[0].split("#", 1)[0])
     path = posixpath.normpath("/" + path.lstrip("/")) if path else "/"
     return "/" if path in ("", ".") else path
+
+
+def _status_and_type(headers: Any) -> tuple[int, str]:
+    """The upstream response's status and (lower-cased) content type, from a response-headers message."""
+    status, content_type = 0, ""
+    for header in headers.headers.headers:
+        key = header.key.lower()
+        if key == ":status":
+            status = int(_value(header) or 0)
+        elif key == "content-type":
+            content_type = _value(header).lower()
+    return status, content_type
 
 
 def _value(header: Any) -> str:
