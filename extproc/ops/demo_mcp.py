@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from extproc.ops.demo_upstream import _head, _HttpError, _read_request, _Request, serve_until
+from extproc.ops.demo_upstream import _head, _HttpError, _Request, serve_connection, serve_until
 
 log = logging.getLogger("extproc.ops.demo_mcp")
 
@@ -123,24 +123,10 @@ class DemoMcpServer:
                 await asyncio.wait_for(server.wait_closed(), 2.0)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                try:
-                    request = await _read_request(reader)
-                except _HttpError as exc:
-                    await self._send(writer, exc.status, _rpc_error(None, INVALID_REQUEST, exc.message), close=True)
-                    return
-                if request is None:
-                    return
-                close = request.headers.get("connection", "").lower() == "close"
-                await self._handle(request, writer, close)
-                if close:
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+        async def refuse(exc: _HttpError) -> None:
+            await self._send(writer, exc.status, _rpc_error(None, INVALID_REQUEST, exc.message), close=True)
+
+        await serve_connection(reader, writer, self._handle, refuse)
 
     async def _handle(self, request: _Request, writer: asyncio.StreamWriter, close: bool) -> None:
         path = request.path.rstrip("/") or "/"

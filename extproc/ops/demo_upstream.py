@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -262,24 +262,10 @@ class DemoServer:
     async def _connection(
         self, upstream: DemoUpstream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
-        try:
-            while True:
-                try:
-                    request = await _read_request(reader)
-                except _HttpError as exc:
-                    await self._send_json(writer, upstream, exc.status, _error(exc.message), "", close=True)
-                    return
-                if request is None:
-                    return
-                close = request.headers.get("connection", "").lower() == "close"
-                await self._handle(upstream, request, writer, close)
-                if close:
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+        async def refuse(exc: _HttpError) -> None:
+            await self._send_json(writer, upstream, exc.status, _error(exc.message), "", close=True)
+
+        await serve_connection(reader, writer, functools.partial(self._handle, upstream), refuse)
 
     async def _handle(
         self, upstream: DemoUpstream, request: _Request, writer: asyncio.StreamWriter, close: bool
@@ -519,6 +505,34 @@ async def serve_forever(upstreams: Sequence[DemoUpstream], stop: asyncio.Event |
     server = DemoServer(upstreams)
     await server.start()
     await serve_until(server, stop)
+
+
+async def serve_connection(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    handle: Callable[[_Request, asyncio.StreamWriter, bool], Awaitable[None]],
+    refuse: Callable[[_HttpError], Awaitable[None]],
+) -> None:
+    """One keep-alive HTTP/1.1 connection of a demo server: each request to `handle` (with whether
+    the client asked to close), a malformed one to `refuse`; the connection is always closed."""
+    try:
+        while True:
+            try:
+                request = await _read_request(reader)
+            except _HttpError as exc:
+                await refuse(exc)
+                return
+            if request is None:
+                return
+            close = request.headers.get("connection", "").lower() == "close"
+            await handle(request, writer, close)
+            if close:
+                return
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()
 
 
 class _Closable(Protocol):
