@@ -71,7 +71,7 @@ class CacheLookup:
 
 @dataclass(slots=True)
 class CacheCounters:
-    lookups: Counter[str] = field(default_factory=Counter)  # by state:reason
+    lookups: Counter[tuple[str, str]] = field(default_factory=Counter)  # by (state, reason)
     stores: Counter[str] = field(default_factory=Counter)  # by result (stored, or why not)
     evictions: int = 0
     tokens_saved: int = 0
@@ -106,7 +106,7 @@ class SemanticCache:
     ) -> CacheLookup:
         started = time.perf_counter()
         result = await self._lookup(outcome, policy, tenant, cache_control)
-        self.counters.lookups[f"{result.state}:{result.reason}"] += 1
+        self.counters.lookups[(result.state, result.reason)] += 1
         if result.state == "hit":
             self.counters.tokens_saved += result.completion_tokens
         if self.on_lookup is not None and result.state != "off":

@@ -179,25 +179,19 @@ class Metrics:
         return data
 
     def collect(self) -> Iterator[Metric]:
-        requests = CounterMetricFamily(
-            "vsr_requests", "Requests by winning decision, model and outcome", labels=["decision", "model", "outcome"]
+        yield _counters(
+            "vsr_requests",
+            "Requests by winning decision, model and outcome",
+            ["decision", "model", "outcome"],
+            self.requests,
         )
-        for (decision, model, outcome), n in sorted(self.requests.items()):
-            requests.add_metric([decision, model, outcome], n)
-        yield requests
-        errors = CounterMetricFamily("vsr_request_errors", "Requests answered with an error, by code", labels=["code"])
-        for code, n in sorted(self.request_errors.items()):
-            errors.add_metric([code], n)
-        yield errors
-
-        results = CounterMetricFamily(
+        yield _counters("vsr_request_errors", "Requests answered with an error, by code", ["code"], self.request_errors)
+        yield _counters(
             "vsr_signal_results",
             "Signal results by status (matched, not_matched, unavailable, error, timeout)",
-            labels=["signal", "status"],
+            ["signal", "status"],
+            self.signal_results,
         )
-        for (signal, status), n in sorted(self.signal_results.items()):
-            results.add_metric([signal, status], n)
-        yield results
         yield _histograms(
             "vsr_signal_latency_seconds", "Signal evaluation latency", ["signal", "type"], self.signal_latency
         )
@@ -213,22 +207,18 @@ class Metrics:
             ["phase"],
             {(phase,): hist for phase, hist in self.phase_latency.items()},
         )
-        shed = CounterMetricFamily(
+        yield _counters(
             "vsr_requests_shed",
             "Requests answered 429 because a decision they depend on could not be settled in time (overload: shed)",
-            labels=["decision"],
+            ["decision"],
+            self.shed,
         )
-        for decision, n in sorted(self.shed.items()):
-            shed.add_metric([decision], n)
-        yield shed
-        fail_safe = CounterMetricFamily(
+        yield _counters(
             "vsr_failsafe_routes",
             "Requests routed by a fail_safe decision because one of its signals timed out under overload",
-            labels=["decision"],
+            ["decision"],
+            self.fail_safe,
         )
-        for decision, n in sorted(self.fail_safe.items()):
-            fail_safe.add_metric([decision], n)
-        yield fail_safe
         images = CounterMetricFamily("vsr_images", "Decoded request images seen")
         images.add_metric([], self.images)
         yield images
@@ -272,6 +262,16 @@ def model_cache_stats(models: Iterable[tuple[str, object]]) -> list[CacheStats]:
             for suffix, cache in model.caches().items():
                 out.append(CacheStats(f"{name}_{suffix}" if suffix else name, cache.hits, cache.misses))
     return out
+
+
+def _counters(
+    name: str, documentation: str, labels: list[str], counts: Mapping[Any, int]
+) -> CounterMetricFamily:
+    """A counter family from counts keyed by a label value (one label) or by a tuple of label values."""
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for key, n in sorted(counts.items()):
+        family.add_metric(list(key) if isinstance(key, tuple) else [key], n)
+    return family
 
 
 def _go_float(value: float) -> str:
@@ -344,22 +344,18 @@ class SemanticCacheMetrics:
 
     def collect(self) -> list[Metric]:
         counters = self.cache.counters
-        lookups = CounterMetricFamily(
+        lookups = _counters(
             "vsr_semantic_cache_lookups",
             "Semantic cache lookups by outcome (hit, miss, bypass) and reason (exact, semantic, no-cache, ...)",
-            labels=["outcome", "reason"],
+            ["outcome", "reason"],
+            {(state, reason or "none"): n for (state, reason), n in counters.lookups.items() if state != "off"},
         )
-        for key, n in sorted(counters.lookups.items()):
-            state, _, reason = key.partition(":")
-            if state != "off":
-                lookups.add_metric([state, reason or "none"], n)
-        stores = CounterMetricFamily(
+        stores = _counters(
             "vsr_semantic_cache_stores",
             "Upstream answers offered to the cache, by result (stored, or why not)",
-            labels=["result"],
+            ["result"],
+            counters.stores,
         )
-        for result, n in sorted(counters.stores.items()):
-            stores.add_metric([result], n)
         evictions = CounterMetricFamily("vsr_semantic_cache_evictions", "Entries evicted to stay within bounds")
         evictions.add_metric([], counters.evictions)
         saved = CounterMetricFamily(
