@@ -89,10 +89,10 @@ class CountingRouter(Router):
         return await super().route(body, path=path, request_id=request_id)
 
 
-def make_router(settings: Settings) -> CountingRouter:
+def make_router(settings: Settings, policy: str = POLICY) -> CountingRouter:
     executor = HeavyExecutor(1, None)
     ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
-    router = CountingRouter(settings, compile_text(POLICY, ctx), executor=executor, models=ctx.models)
+    router = CountingRouter(settings, compile_text(policy, ctx), executor=executor, models=ctx.models)
     router.calls = []
     return router
 
@@ -131,15 +131,19 @@ class Harness:
 
 
 async def start(
-    debug: bool = False, load: bool = True, adapt: Callable[[CountingRouter], None] | None = None
+    debug: bool = False,
+    load: bool = True,
+    adapt: Callable[[CountingRouter], None] | None = None,
+    policy: str = POLICY,
 ) -> tuple[ExtProcServer, Any]:
+    """A server on a free port over a real Router for `policy` (this module's keyword policy)."""
     settings = Settings.load(None, environ={}).model_copy(deep=True)
     settings.server.grpc_port = 0
     settings.server.debug_headers = debug
     settings.server.shutdown_grace_s = 2.0
 
     def factory(s: Settings) -> Router:
-        router = make_router(s)
+        router = make_router(s, policy)
         if adapt is not None:
             adapt(router)
         return router

@@ -8,19 +8,11 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
 import pytest
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 
-from extproc.models.executor import HeavyExecutor
-from extproc.models.registry import ModelRegistry
-from extproc.policy.load import compile_text
-from extproc.router import Router
-from extproc.server.app import ExtProcServer
-from extproc.settings import Settings
-from extproc.signals.base import BuildContext
-from tests.server.test_grpc_service import Harness, body_only_msg, decision_of
+from tests.server.test_grpc_service import Harness, body_only_msg, decision_of, start
 
 POLICY = """
 version: 1
@@ -87,18 +79,7 @@ async def observe(harness: Harness, messages: list[Any]) -> list[Any]:
 
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
-    settings = Settings.load(None, environ={}).model_copy(deep=True)
-    settings.server.grpc_port = 0
-
-    def factory(s: Settings) -> Router:
-        executor = HeavyExecutor(1, None)
-        ctx = BuildContext(settings=s, executor=executor, models=ModelRegistry())
-        return Router(s, compile_text(POLICY, ctx), executor=executor, models=ctx.models)
-
-    server = ExtProcServer(settings, factory)
-    port = await server.start()
-    await server.load()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    server, channel = await start(policy=POLICY)
     yield Harness(server, channel)
     await channel.close()
     await server.stop()

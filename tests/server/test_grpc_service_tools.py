@@ -8,21 +8,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
 import pytest
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from extproc.models.executor import HeavyExecutor
-from extproc.models.registry import ModelRegistry
 from extproc.observability.tracing import build_tracer
-from extproc.policy.load import compile_text
-from extproc.router import Router
-from extproc.server.app import ExtProcServer
-from extproc.settings import Settings, TracingSettings
-from extproc.signals.base import BuildContext
-from tests.server.test_grpc_service import Harness, body_only_msg, decision_of
+from extproc.settings import TracingSettings
+from tests.server.test_grpc_service import Harness, body_only_msg, decision_of, start
 
 POLICY = """
 version: 1
@@ -62,20 +55,9 @@ def response_phase(body: bytes, respond: str = "json") -> list[Any]:
 
 @pytest.fixture
 async def harness() -> AsyncIterator[tuple[Harness, InMemorySpanExporter]]:
-    settings = Settings.load(None, environ={}).model_copy(deep=True)
-    settings.server.grpc_port = 0
-
-    def factory(s: Settings) -> Router:
-        executor = HeavyExecutor(1, None)
-        ctx = BuildContext(settings=s, executor=executor, models=ModelRegistry())
-        return Router(s, compile_text(POLICY, ctx), executor=executor, models=ctx.models)
-
-    server = ExtProcServer(settings, factory)
+    server, channel = await start(policy=POLICY)
     exporter = InMemorySpanExporter()
     server.tracer = server.service.tracer = build_tracer(TracingSettings(enabled=True), exporter=exporter)
-    port = await server.start()
-    await server.load()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
     yield Harness(server, channel), exporter
     await channel.close()
     await server.stop()
