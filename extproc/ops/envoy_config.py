@@ -392,14 +392,19 @@ def _typed(message: betterproto2.Message) -> AnyMessage:
     return AnyMessage.pack(message)
 
 
+def _ext_proc_service() -> GrpcService:
+    """The ext_proc cluster, as each of our ext_proc filters calls it (image bodies: one large message)."""
+    return GrpcService(
+        envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB)
+    )
+
+
 def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
     """The ext_proc HTTP filter. One-message flow: only the buffered body of inference requests,
     with the path and request id as attributes; the decision comes back as `vsr` metadata."""
     one = options.flow == "one_message"
     config = ExternalProcessor(
-        grpc_service=GrpcService(
-            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
-        ),
+        grpc_service=_ext_proc_service(),
         failure_mode_allow=options.failure_mode_allow,
         status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
         processing_mode=ProcessingMode(
@@ -431,9 +436,7 @@ def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
     (written only by the first filter) tells the server what the answer is for. A server that
     is down loses a store, never a response."""
     config = ExternalProcessor(
-        grpc_service=GrpcService(
-            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
-        ),
+        grpc_service=_ext_proc_service(),
         failure_mode_allow=True,
         observability_mode=True,
         processing_mode=ProcessingMode(
@@ -458,9 +461,7 @@ def tool_rules_filter(options: EnvoyOptions) -> HttpFilter:
     response headers and the body (buffered for JSON, streamed for SSE) for requests whose tool
     calls the policy judges. Fail closed: an answer that cannot be judged is not delivered."""
     config = ExternalProcessor(
-        grpc_service=GrpcService(
-            envoy_grpc=GrpcServiceEnvoyGrpc(cluster_name=EXT_PROC_CLUSTER, max_receive_message_length=32 * MiB),
-        ),
+        grpc_service=_ext_proc_service(),
         failure_mode_allow=options.failure_mode_allow,
         status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
         processing_mode=_respond_mode(None),
@@ -498,31 +499,11 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
         )
     ]
     if options is not None and options.forward_trace_context:
-        rules.extend(
-            ConfigRule(
-                header=name,
-                on_header_present=ConfigKeyValuePair(
-                    metadata_namespace=CLIENT_NAMESPACE, key=name, type=ConfigValueType.STRING
-                ),
-                remove=False,
-            )
-            for name in TRACE_CONTEXT_HEADERS
-        )
+        rules.extend(_copied_to_metadata(name, name) for name in TRACE_CONTEXT_HEADERS)
     if options is not None and options.flow == "one_message" and options.cache:
         # Copied, not moved: the upstream still needs authorization; the server only hashes them.
-        rules.extend(
-            ConfigRule(
-                header=name,
-                on_header_present=ConfigKeyValuePair(
-                    metadata_namespace=CLIENT_NAMESPACE, key=key, type=ConfigValueType.STRING
-                ),
-                remove=False,
-            )
-            for name, key in [
-                ("cache-control", CACHE_CONTROL_KEY),
-                *((h.lower(), TENANT_KEY_PREFIX + h.lower()) for h in options.tenant_headers),
-            ]
-        )
+        rules.append(_copied_to_metadata("cache-control", CACHE_CONTROL_KEY))
+        rules.extend(_copied_to_metadata(h.lower(), TENANT_KEY_PREFIX + h.lower()) for h in options.tenant_headers)
     debug = HeaderToMetadata(request_rules=rules)
     strip = HeaderMutationFilter(
         mutations=Mutations(
@@ -537,6 +518,15 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
         HttpFilter(name="envoy.filters.http.header_to_metadata", typed_config=_typed(debug)),
         HttpFilter(name="envoy.filters.http.header_mutation", typed_config=_typed(strip)),
     ]
+
+
+def _copied_to_metadata(header: str, key: str) -> ConfigRule:
+    """A client header copied (it still reaches the upstream) into the `vsr.request` metadata."""
+    return ConfigRule(
+        header=header,
+        on_header_present=ConfigKeyValuePair(metadata_namespace=CLIENT_NAMESPACE, key=key, type=ConfigValueType.STRING),
+        remove=False,
+    )
 
 
 def buffer_filter(options: EnvoyOptions) -> HttpFilter:
