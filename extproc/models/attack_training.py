@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -108,6 +109,16 @@ class TrainConfig:
     seed: int = 20240611
     fp_target: float = 0.008  # benign false-positive rate allowed on out-of-fold train scores
     embed_target: float = 0.08  # share of benign texts allowed to reach the embedding stage
+    # Benign crops: sentences and lines cut from benign rows, added as benign rows of their
+    # own. Most benign rows are long (role prompts, prose, system prompts), so without
+    # them a short everyday request ("Write a haiku about autumn.", "¿Cuál es la capital de
+    # Perú?") is out of distribution and lands on the attack side. A piece of a benign
+    # text is benign; pieces of attacks are not used (a piece of an attack may be harmless).
+    crops_per_row: int = 3
+    crop_min_chars: int = 12
+    crop_max_chars: int = 240
+    crop_categories: tuple[str, ...] = ()  # benign categories to cut; empty: every category
+    crop_weight: float = 1.0  # a crop's weight relative to a corpus row of a group the same size
     threads: int = 1
 
 
@@ -148,6 +159,33 @@ def fold_of(text: str, folds: int) -> int:
     """Deterministic fold: a hash of the normalised first 60 characters (keeps prefix twins together)."""
     key = " ".join(text.lower().split())[:60]
     return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % folds
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def benign_crops(row: CorpusRow, cfg: TrainConfig) -> list[CorpusRow]:
+    """Up to `cfg.crops_per_row` sentences or lines of a benign row, as benign rows of
+    category `crop/<category>` (the same language and source). Deterministic: the pieces
+    are ranked by a hash of their text. CJK pieces count each character twice, since a
+    CJK character carries about a word."""
+    if row.is_attack or cfg.crops_per_row <= 0:
+        return []
+    if cfg.crop_categories and row.category not in cfg.crop_categories:
+        return []
+    whole = " ".join(row.text.split())
+    pieces: dict[str, None] = {}
+    for raw in _SENTENCE_END.split(row.text):
+        piece = " ".join(raw.split()).strip("-*#>|`\"' ")
+        size = len(piece) + len(_CJK.findall(piece))
+        if cfg.crop_min_chars <= size <= cfg.crop_max_chars and piece != whole:
+            pieces[piece] = None
+    ranked = sorted(pieces, key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
+    return [
+        CorpusRow(text=t, label=BENIGN, category=f"crop/{row.category}", lang=row.lang, source=row.source)
+        for t in ranked[: cfg.crops_per_row]
+    ]
 
 
 # --- sparse lexical matrix + logistic regression ------------------------------------------------
@@ -201,6 +239,7 @@ def sample_weights(
     langs: Sequence[str] | None = None,
     lang_balance: float = 0.0,
     max_boost: float = 10.0,
+    scale: F64Array | None = None,
 ) -> F64Array:
     """Per-row weights, normalised to mean 1.
 
@@ -234,6 +273,8 @@ def sample_weights(
             f_b = min(max(((a + b) / (1.0 + q)) / b, 1.0 / max_boost), max_boost)
             w[att] *= f_a
             w[ben] *= f_b
+    if scale is not None:  # per-row factors (benign crops), before the classes get their shares
+        w = w * scale
     for cls, share in ((True, attack_share), (False, 1.0 - attack_share)):
         mask = y == cls
         if mask.any():
@@ -470,13 +511,28 @@ def _train(
 ) -> dict[str, Any]:
     t_start = time.perf_counter()
     corpus_file = corpus_dir / "train.jsonl" if corpus_dir.is_dir() else corpus_dir
-    rows = load_corpus(corpus_file)
+    corpus_rows = load_corpus(corpus_file)
+    if all(r.is_attack for r in corpus_rows) or not any(r.is_attack for r in corpus_rows):
+        raise ValueError("the training corpus needs both attack and benign rows")
+    # Crops follow the corpus rows and share their parent's fold, so no fold is scored
+    # by a model that saw a piece of the same text.
+    crop_parent: list[int] = []
+    crop_rows: list[CorpusRow] = []
+    seen = {r.text for r in corpus_rows}
+    for i, row in enumerate(corpus_rows):
+        for crop in benign_crops(row, cfg):
+            if crop.text not in seen:
+                seen.add(crop.text)
+                crop_rows.append(crop)
+                crop_parent.append(i)
+    rows = corpus_rows + crop_rows
+    n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
     y = np.array([r.is_attack for r in rows], dtype=bool)
-    if y.all() or not y.any():
-        raise ValueError("the training corpus needs both attack and benign rows")
+    original = np.arange(len(rows)) < n_corpus
     non_en = np.array([r.lang != "en" for r in rows], dtype=bool)
     groups = [f"{r.category}/{r.lang}" for r in rows]
+    row_scale = np.where(original, 1.0, cfg.crop_weight)
 
     def weights(idx: IntArray) -> F64Array:
         return sample_weights(
@@ -486,14 +542,16 @@ def _train(
             cfg.attack_share,
             langs=[rows[i].lang for i in idx],
             lang_balance=cfg.lang_balance,
+            scale=row_scale[idx],
         )
 
     all_rows = np.arange(len(rows), dtype=np.int64)
-    say(f"corpus: {len(rows)} rows ({int(y.sum())} attack) from {corpus_file}")
+    say(f"corpus: {n_corpus} rows ({int(y.sum())} attack) from {corpus_file}, plus {len(crop_rows)} benign crops")
 
     x = lexical_matrix(texts, cfg.lexical)
     say(f"lexical features: {x.indices.shape[0]} non-zeros")
-    folds = np.array([fold_of(t, cfg.folds) for t in texts], dtype=np.int64)
+    corpus_folds = [fold_of(r.text, cfg.folds) for r in corpus_rows]
+    folds = np.array(corpus_folds + [corpus_folds[i] for i in crop_parent], dtype=np.int64)
     emb = embed_texts(embedder, texts)
     say(f"embeddings: {emb.shape}")
 
@@ -519,7 +577,8 @@ def _train(
             continue
         head_k = fit_head(inputs[tr], y[tr], weights(tr), cfg, seed=cfg.seed + k)
         oof_s[te] = head_predict(head_k, inputs[te])
-    choice = choose_thresholds(oof_p, oof_s, y, cfg.fp_target, cfg.embed_target)
+    # Thresholds and metrics are those of the corpus rows; crops only train.
+    choice = choose_thresholds(oof_p[original], oof_s[original], y[original], cfg.fp_target, cfg.embed_target)
     say(f"thresholds: {choice}")
 
     # Final models on all rows.
@@ -534,8 +593,11 @@ def _train(
     if fp16_diff > 1e-2:
         raise RuntimeError(f"float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
 
-    flagged, embedded = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision)
-    lex_only = oof_p >= 0.5
+    flagged_all, embedded_all = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision)
+    crops = ~original
+    flagged, embedded = flagged_all[original], embedded_all[original]
+    lex_only = oof_p[original] >= 0.5
+    y, non_en = y[original], non_en[original]
     metrics: dict[str, Any] = {
         "cv_folds": cfg.folds,
         "cv_recall": _round(float(flagged[y].mean())),
@@ -547,8 +609,10 @@ def _train(
             "recall": _round(float(lex_only[y].mean())),
             "fp_rate": _round(float(lex_only[~y].mean())),
         },
+        "cv_crop_fp_rate": _round(float(flagged_all[crops].mean())) if crops.any() else None,
         "float16_max_abs_prob_diff": _round(fp16_diff, 8),
-        "train_rows": len(rows),
+        "train_rows": n_corpus,
+        "train_crops": len(crop_rows),
         "train_attacks": int(y.sum()),
     }
 
@@ -572,7 +636,7 @@ def _train(
         "corpus": {
             "file": corpus_file.name,
             "sha256": file_sha256(corpus_file),
-            "rows": len(rows),
+            "rows": n_corpus,
             "sources": SOURCES_CITE,
         },
         "training": train_cfg,
