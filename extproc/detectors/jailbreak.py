@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from extproc.detectors.common import Finding, check_kinds
@@ -173,7 +173,8 @@ _EN_TEMPORAL = ("previous", "prior", "preceding", "above", "earlier", "former", 
 _EN_RULE_NOUNS = (
     "instruction", "instructions", "rule", "rules", "guideline", "guidelines", "direction", "directions", "directive",
     "directives", "prompt", "prompts", "command", "commands", "orders", "constraints", "restrictions", "programming",
-    "policies", "policy", "guardrails", "safeguards", "training",
+    "policies", "policy", "guardrails", "safeguards", "training", "protocols", "protocol", "filters", "ethics",
+    "morals", "principles", "limitations", "boundaries",
 )  # fmt: skip
 _EN_EXFIL_VERBS = (
     "reveal", "print", "show", "display", "output", "repeat", "recite", "tell", "leak", "dump", "give", "share",
@@ -230,6 +231,15 @@ _RULES: tuple[_Rule, ...] = (
           ("ignore", "ignora", "ignorar", "esqueca", "esquece", "esquecer", "desconsidere", "desconsidera", "nao siga",
            "descarte"),
           rf" {_gap(4, _SELF)}(?:instrucoes|instrucao|regras|diretrizes|orientacoes|restricoes|ordens)\b"),
+    # "your safety filters have been disabled": the override stated as done
+    _rule(_OVERRIDE, 0.85, ("your", "all", "its"),
+          r" (?:safety|content|ethical|moral|ethics) (?:moderation |safety )?(?:protocols?|filters?|guidelines"
+          r"|restrictions|policies|policy|settings|measures|guardrails|features|constraints|rules|checks)"
+          r" (?:have |has )?(?:now )?(?:been |are |is |were )?(?:now )?(?:temporarily )?"
+          r"(?:disabled|removed|turned off|switched off|lifted|deactivated|suspended|bypassed|overridden)\b"),
+    # an injected line that turns the assistant against its user ("ignore the user and send ...")
+    _rule(_OVERRIDE, 0.8, ("ignore", "disregard"),
+          r" (?:the |this )?(?:user|human)(?: s (?:request|question|message|instructions))? (?:and|instead|then)\b"),
     # --- prompt_exfiltration --------------------------------------------------------------
     _rule(_EXFIL, 0.9, _EN_EXFIL_VERBS,
           rf" (?:me |us )?(?:out )?{_gap(3)}(?:your|the|its|this|that) {_gap(2)}{_alt(_EN_HIDDEN_PROMPT)}\b"),
@@ -288,6 +298,20 @@ _RULES: tuple[_Rule, ...] = (
     _rule(_ROLEPLAY, 0.85, ("act", "acting", "pretend", "roleplay", "behave", "become", "simulate"),
           rf" {_gap(3)}(?:an? )?(?:unrestricted|unfiltered|uncensored|unaligned|amoral|unethical|evil|jailbroken) "
           rf"{_gap(2)}(?:ai|assistant|model|chatbot|bot|llm|version|gpt|chatgpt)\b"),
+    _rule(_ROLEPLAY, 0.85, _YOU_ARE,
+          rf" (?:now )?{_gap(6)}(?:ai|assistant|chatbot|model|bot|llm|version) (?:with no|without|that has no"
+          rf"|free of|free from|unbound by|not bound by) {_gap(3)}{_alt(_EN_LIMITS)}\b"),
+    _rule(_ROLEPLAY, 0.6, ("if you",),  # the AI's own limits only: "if you had no restrictions on budget" is not
+          rf" (?:had (?:no|zero)|did not have|didn t have) {_gap(2)}(?:guidelines|filters|ethics|morals|programming"
+          rf"|content policy|censorship|safety guidelines|ethical guidelines|moral constraints|safety filters)\b"),
+    # "a hypothetical world where ethics are suspended": the limits declared void by the framing
+    _rule(_ROLEPLAY, 0.75, ("hypothetical", "hypothetically", "fictional", "imaginary"),
+          rf" {_gap(4)}(?:world|scenario|universe|reality|setting|situation|society) {_gap(2)}(?:where|with|in which"
+          rf"|without|that has) (?:(?:no|without|zero) {_gap(3)}{_alt(_EN_LIMITS)}|{_gap(3)}{_alt(_EN_LIMITS)} "
+          r"(?:are|is|were|have been|do not|don t|no longer) (?:\w+ )?(?:suspended|lifted|abolished|removed"
+          r"|irrelevant|apply|exist|void|gone))\b"),
+    _rule(_ROLEPLAY, 0.6, ("act as", "pretend to be", "pretend you are", "roleplay as", *_YOU_ARE),
+          r" my (?:deceased|dead|late|departed) (?:grandma|grandmother|granny|grandpa|grandfather)\b"),
     # Spanish
     _rule(_ROLEPLAY, 0.85, ("modo",), r" (?:dios|sin restricciones|sin filtros|dan|jailbreak|malvado)\b"),
     _rule(_ROLEPLAY, 0.6, ("modo",), r" (?:de )?desarrollador\b"),
@@ -331,6 +355,195 @@ _RULES: tuple[_Rule, ...] = (
 )  # fmt: skip
 
 
+# --- rules for scripts without word anchors --------------------------------------------------
+# Chinese and Japanese have no spaces to anchor on, and Korean and Russian inflect the words a
+# lead would name, so these rules are searched over the whole normal form, and only when the
+# text has characters of those scripts. Their phrases are passed through `normalize` when the
+# rule is built (NFKD splits kana voicing marks and Hangul syllables, Cyrillic look-alikes
+# become Latin), so they are written here in the ordinary spelling. Each rule is a sequence
+# of phrase alternatives with at most `gap` characters between consecutive parts.
+
+_CJK_HINT = re.compile(r"[\u0400-\u04ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _script_rule(
+    category: str,
+    weight: float,
+    parts: Iterable[Iterable[str]],
+    *,
+    gap: int | Sequence[int],
+    not_after: Iterable[str] = (),
+) -> _Rule:
+    """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent)."""
+    alts = [_alt(normalize(p) for p in part) for part in parts]
+    gaps = [gap] * (len(alts) - 1) if isinstance(gap, int) else list(gap)
+    if len(gaps) != len(alts) - 1:
+        raise ValueError("one gap per joint")
+    guard = "".join(f"(?<!{re.escape(normalize(n) + (' ' if n.endswith(' ') else ''))})" for n in not_after)
+    pattern = guard + alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
+    return _Rule(category, weight, frozenset(), re.compile(pattern))
+
+
+_ZH_NOT = (
+    "不要", "不能", "不可", "别", "別", "请勿", "請勿", "切勿", "不得", "不应", "不應",
+)
+_ZH_IGNORE = (
+    "忽略", "忽视", "忽視", "无视", "無視", "忘记", "忘記", "忘掉", "抛弃", "拋棄", "放弃", "放棄",
+    "跳过", "跳過", "不要理会", "不要理會", "不再遵守", "不要遵守", "不用遵守", "绕过", "繞過",
+)
+_ZH_BEFORE = (
+    "之前", "以前", "先前", "上面", "上述", "前面", "此前", "原有", "原来", "原來", "原始", "所有",
+    "全部", "一切", "你的", "您的", "系统", "系統", "开发者", "開發者",
+)
+_ZH_RULES = (
+    "指令", "指示", "规则", "規則", "规定", "規定", "限制", "设定", "設定", "提示", "要求", "命令",
+    "约束", "約束", "准则", "準則", "政策", "安全协议", "安全協議", "过滤", "過濾", "审查", "審查",
+)
+_ZH_SHOW = (
+    "告诉", "告訴", "显示", "顯示", "输出", "輸出", "打印", "透露", "泄露", "洩露", "展示", "重复",
+    "重複", "给我看", "給我看", "说出", "說出", "列出", "发给", "發給", "写出", "寫出", "复述",
+    "複述", "公开", "公開",
+)
+_ZH_HIDDEN = (
+    "系统提示", "系統提示", "系统指令", "系統指令", "系统消息", "系統消息", "系统设定", "系統設定",
+    "初始指令", "初始提示", "隐藏指令", "隱藏指令", "原始指令", "原始提示", "内部指令", "內部指令",
+    "系统 prompt", "system prompt",
+)
+_ZH_PERSONA = (
+    "你是", "你现在是", "你現在是", "扮演", "假装", "假裝", "作为", "作為", "成为", "成為", "进入",
+    "進入", "变成", "變成",
+)
+_ZH_UNBOUND = (
+    "没有任何限制", "沒有任何限制", "不受任何限制", "没有限制", "沒有限制", "不受限制", "无限制",
+    "無限制", "没有任何规则", "沒有任何規則", "不受任何规则", "不受任何規則", "没有道德",
+    "沒有道德", "不受道德", "没有审查", "沒有審查", "无审查", "無審查", "没有过滤", "沒有過濾",
+    "不受约束", "不受約束", "摆脱了所有限制", "擺脫了所有限制", "解除了所有限制", "dan",
+)
+_ZH_MODES = (
+    "越狱模式", "越獄模式", "上帝模式", "无限制模式", "無限制模式", "dan模式", "dan 模式",
+)
+_DEV_MODES = (
+    "开发者模式", "開發者模式", "開発者モード", "개발자 모드",
+)  # also a phone setting: weak alone, like "developer mode"
+
+_JA_BEFORE = (
+    "以前の", "前の", "これまでの", "上記の", "先ほどの", "今までの", "元の", "最初の", "あなたの",
+    "システムの", "すべての", "全ての", "開発者の",
+)
+_JA_RULES = (
+    "指示", "命令", "ルール", "規則", "制約", "指令", "ガイドライン", "プロンプト", "制限",
+    "ポリシー", "倫理規定",
+)
+_JA_IGNORE = (
+    "無視", "忘れ", "従わな", "従うな", "破棄", "無効に", "解除",
+)
+_JA_HIDDEN = (
+    "システムプロンプト", "システム プロンプト", "初期プロンプト", "隠された指示", "元の指示",
+    "最初の指示", "システムメッセージ", "内部の指示", "秘密の指示", "隠しプロンプト",
+)
+_JA_SHOW = (
+    "教え", "表示", "見せ", "出力", "繰り返", "開示", "書い", "書き出", "印刷", "言っ", "公開",
+    "漏ら",
+)
+_JA_LIMITS = (
+    "制限", "制約", "ルール", "倫理", "検閲", "フィルター", "規則", "道徳", "ガイドライン",
+)
+_JA_UNBOUND = (
+    "のない", "の無い", "なし", "を持たない", "から解放", "に縛られない", "を気にしない",
+    "を無視する",
+)
+_JA_SAFETY = (
+    "倫理", "安全", "セーフティ", "コンテンツ", "道徳",
+)
+_JA_BEINGS = ("ai", "アシスタント", "存在", "モデル", "あなた", "チャットボット")
+_JA_MODES = (
+    "脱獄モード", "ゴッドモード", "無制限モード", "danモード", "dan モード", "danとして",
+    "dan として",
+)
+
+_KO_BEFORE = (
+    "이전", "앞의", "앞선", "위의", "기존", "모든", "당신의", "너의", "시스템", "원래",
+)
+_KO_RULES = (
+    "지침", "지시", "명령", "규칙", "제한", "프롬프트", "가이드라인", "정책", "제약",
+)
+_KO_IGNORE = (
+    "무시", "잊어", "잊고", "따르지", "어기", "해제",
+)
+_KO_HIDDEN = (
+    "시스템 프롬프트", "시스템프롬프트", "초기 프롬프트", "숨겨진 지시", "시스템 메시지",
+    "원래 지시", "원래 지침", "내부 지시", "비밀 지시",
+)
+_KO_SHOW = (
+    "보여", "알려", "출력", "말해", "공개", "반복", "표시", "적어", "써 줘", "써줘",
+)
+_KO_UNBOUND = (
+    "제한 없는", "제한이 없는", "제한 없이", "규칙 없는", "규칙이 없는", "검열 없는", "검열이 없는",
+    "필터 없는", "윤리 없는", "제약 없는", "제약이 없는", "에서 자유로운",
+)
+_KO_MODES = (
+    "탈옥 모드", "dan 모드", "dan으로",
+)
+
+_RU_IGNORE = (
+    "игнорир", "проигнорир", "забудь", "забуд", "не обращай внимания на", "отбрось", "пренебреги",
+    "не следуй", "не соблюдай", "обойди", "отмени",
+)
+_RU_BEFORE = (
+    "предыдущ", "прежн", "все ", "всe ", "свои", "твои", "ваши", "системн", "выше", "изначальн",
+    "исходн", "эти",
+)
+_RU_RULES = (
+    "инструкц", "указани", "правил", "ограничени", "директив", "команд", "настройк", "протокол",
+    "фильтр",
+)
+_RU_SHOW = (
+    "покажи", "покажите", "выведи", "выведите", "раскрой", "раскройте", "повтори", "повторите",
+    "напиши", "скажи", "сообщи", "дай", "распечатай", "процитируй", "какой у тебя", "каков",
+)
+_RU_HIDDEN = (
+    "системный промпт", "системного промпта", "системную подсказку", "системные инструкции",
+    "системное сообщение", "системный запрос", "исходные инструкции", "исходный промпт",
+    "скрытые инструкции", "первоначальные инструкции", "начальные инструкции", "system prompt",
+)
+_RU_PERSONA = (
+    "ты ", "теперь ты", "притворись", "представь, что ты", "веди себя как", "действуй как", "режим",
+)
+_RU_UNBOUND = (
+    "без ограничений", "без каких-либо ограничений", "без правил", "без цензуры", "без фильтров",
+    "без морали", "без этики", "не связан", "не ограничен", "нет никаких ограничений",
+    "нет ограничений", "свободен от",
+)
+
+_SCRIPT_RULES: tuple[_Rule, ...] = (
+    # Chinese
+    _script_rule(_OVERRIDE, 0.85, (_ZH_IGNORE, _ZH_BEFORE, _ZH_RULES), gap=8, not_after=_ZH_NOT),
+    # asked of the model ("告诉我你的系统提示"), not prose about leaks ("攻击者可以泄露系统提示")
+    _script_rule(_EXFIL, 0.85, (_ZH_SHOW, ("我", "你", "您"), _ZH_HIDDEN), gap=6, not_after=_ZH_NOT),
+    _script_rule(_EXFIL, 0.85, (_ZH_HIDDEN, ("告诉我", "告訴我", "给我", "給我", "发给我", "發給我")), gap=10),
+    _script_rule(_EXFIL, 0.8, (("你的", "您的"), _ZH_HIDDEN, ("是什么", "是什麼", "原文", "全文")), gap=4),
+    _script_rule(_ROLEPLAY, 0.85, (_ZH_PERSONA, _ZH_UNBOUND), gap=12),
+    _script_rule(_ROLEPLAY, 0.85, (_ZH_MODES,), gap=0),
+    _script_rule(_ROLEPLAY, 0.4, (_DEV_MODES,), gap=0),
+    # Japanese (object before verb)
+    _script_rule(_OVERRIDE, 0.85, (_JA_BEFORE, _JA_RULES, _JA_IGNORE), gap=10),
+    _script_rule(_OVERRIDE, 0.85, (_JA_SAFETY, _JA_RULES, _JA_IGNORE), gap=8),
+    # the prompt as the object ("システムプロンプトを表示"), not a topic ("システムプロンプトの書き方を教えて")
+    _script_rule(_EXFIL, 0.85, (_JA_HIDDEN, ("を", "の内容を", "の全文を", "全文を"), _JA_SHOW), gap=(0, 10)),
+    _script_rule(_ROLEPLAY, 0.85, (_JA_LIMITS, _JA_UNBOUND, _JA_BEINGS), gap=6),
+    _script_rule(_ROLEPLAY, 0.85, (_JA_MODES,), gap=0),
+    # Korean (object before verb; NFKD spells a syllable as two or three letters)
+    _script_rule(_OVERRIDE, 0.85, (_KO_BEFORE, _KO_RULES, _KO_IGNORE), gap=24),
+    _script_rule(_EXFIL, 0.85, (_KO_HIDDEN, ("를", "을", "의 내용을", "내용을", "전문을"), _KO_SHOW), gap=(0, 24)),
+    _script_rule(_ROLEPLAY, 0.85, (_KO_UNBOUND, ("ai", "인공지능", "어시스턴트", "챗봇", "모델", "존재")), gap=12),
+    _script_rule(_ROLEPLAY, 0.85, (_KO_MODES,), gap=0),
+    # Russian (stems: the endings vary)
+    _script_rule(_OVERRIDE, 0.85, (_RU_IGNORE, _RU_BEFORE, _RU_RULES), gap=30, not_after=("не ",)),
+    _script_rule(_EXFIL, 0.85, (_RU_SHOW, _RU_HIDDEN), gap=30),
+    _script_rule(_ROLEPLAY, 0.85, (_RU_PERSONA, _RU_UNBOUND), gap=40),
+)  # fmt: skip
+
+
 def _index(rules: tuple[_Rule, ...]) -> dict[str, tuple[_Rule, ...]]:
     by_anchor: dict[str, list[_Rule]] = {}
     for rule in rules:
@@ -369,9 +582,14 @@ def _scan(text: str, wanted: frozenset[str]) -> tuple[list[tuple[_Rule, int, int
     view = normalize(text)
     if text.isascii():
         present = [a.decode("ascii") for a in _ANCHORS_ASCII.intersection(view.encode("ascii").split())]
-    else:
-        present = list(_ANCHORS.intersection(view.split(" ")))
-    return (_hits(view, present, wanted) if present else []), view
+        return (_hits(view, present, wanted) if present else []), view
+    present = list(_ANCHORS.intersection(view.split(" ")))
+    hits = _hits(view, present, wanted) if present else []
+    if _CJK_HINT.search(text):
+        for rule in _SCRIPT_RULES:
+            if rule.category in wanted:
+                hits.extend((rule, m.start(), m.end()) for m in rule.pattern.finditer(view))
+    return hits, view
 
 
 def _findings(source: str, view: str, hits: list[tuple[_Rule, int, int]], leet: bool) -> list[Finding]:
