@@ -238,6 +238,11 @@ class CacheSettings(_Section):
     # The static (token-embedding) similarity a candidate needs before MiniLM verifies it, below
     # the decision's similarity: paraphrases score lower on the static embedding than on MiniLM.
     candidate_margin: float = Field(default=0.15, ge=0.0, le=1.0)
+    # first: store every complete answer. repeat: store only what was already asked once (the
+    # same request, or one that passes the candidate stage), sparing unique traffic the store
+    # phase; the cost is one more miss per repeated question. See extproc.cache.admission.
+    admission: Literal["first", "repeat"] = "first"
+    admission_window: int = Field(default=10_000, ge=1)  # first sightings remembered (per process)
 
 
 class ReloadSettings(_Section):

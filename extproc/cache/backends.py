@@ -71,7 +71,7 @@ class CacheBackend(Protocol):
     def close(self) -> None: ...
 
 
-class _Group:
+class VectorGroup:
     """The candidate vectors of one (partition, context), as rows of a growable matrix: a
     search is one matrix-vector product, a store an amortised row append, a removal a swap."""
 
@@ -127,7 +127,7 @@ class MemoryCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()  # stores come from several streams; keep the indexes consistent
         self._entries: OrderedDict[str, CacheEntry] = OrderedDict()  # exact key -> entry, LRU order
-        self._by_context: dict[tuple[str, str], _Group] = {}
+        self._by_context: dict[tuple[str, str], VectorGroup] = {}
         self._bytes = 0
 
     def get(self, partition: str, exact: str, now: float) -> CacheEntry | None:
@@ -170,7 +170,7 @@ class MemoryCache:
             self._entries[entry.exact] = entry
             group = self._by_context.get((entry.partition, entry.context))
             if group is None:
-                group = self._by_context[(entry.partition, entry.context)] = _Group(entry.candidate.shape[0])
+                group = self._by_context[(entry.partition, entry.context)] = VectorGroup(entry.candidate.shape[0])
             group.add(entry.exact, entry.candidate)
             self._bytes += entry.size
             while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):

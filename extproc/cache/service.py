@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
+from extproc.cache.admission import Sightings
 from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.cache.backends import CacheBackend, CacheEntry, FloatArray, MemoryCache
 from extproc.cache.embedding import StaticEmbedder
@@ -98,6 +99,7 @@ class SemanticCache:
         self.executor = executor
         self.clock = clock
         self.counters = CacheCounters()
+        self.sightings = Sightings(settings.admission_window) if settings.admission == "repeat" else None
         self.on_lookup: Callable[[str, float], None] | None = None  # (state, seconds), for metrics
 
     # -- request phase --------------------------------------------------------------------
@@ -140,6 +142,8 @@ class SemanticCache:
             log.exception("cache lookup failed")
             return CacheLookup("miss", "backend_error", ticket=ticket)
         if entry is None:
+            if ticket is not None and not self._admitted(key, rule.similarity):
+                return CacheLookup("miss", "first_sight")
             return CacheLookup("miss", "" if store else "no-store", ticket=ticket)
         body, content_type = hit_body(outcome.request.api, entry.answer, stream=outcome.request.stream)
         return CacheLookup(
@@ -171,6 +175,13 @@ class SemanticCache:
             if score >= similarity and score > best[1]:
                 best = (entry, score)
         return best
+
+    def _admitted(self, key: CacheKey, similarity: float) -> bool:
+        """Whether a miss is to be stored (always, unless `admission: repeat`)."""
+        if self.sightings is None:
+            return True
+        floor = similarity - self.settings.candidate_margin
+        return self.sightings.seen_before(key, self.static.embed(key.query), floor)
 
     async def _embed_many(self, texts: list[str]) -> FloatArray:
         if self.executor is not None:

@@ -206,3 +206,37 @@ async def test_explain_shows_the_decisions_cache_rule(setup: tuple[Router, Seman
         "state": "not_looked_up", "reason": "explain has no tenant", "similarity": 0.9, "ttl_s": 60, "shared": False
     }
     assert explained(await router.route(chat("write an essay")), router.policy.spec) is None
+
+
+async def test_admission_repeat_stores_only_what_was_asked_before(
+    make_router: Callable[..., Router], minilm: TextEmbedder, clock: Clock
+) -> None:
+    router = make_router(POLICY)
+    settings = CacheSettings(admission="repeat", admission_window=3)
+    cache = SemanticCache(settings, MemoryCache(1000, 10_000_000), minilm, clock=clock)
+    try:
+        first = await ask(router, cache, chat("What is the capital of France?"))
+        assert (first.state, first.reason, first.ticket) == ("miss", "first_sight", None)  # no store phase
+        # The same request again is admitted; once stored, the third is a hit.
+        await ask_and_answer(router, cache, chat("what is the capital of  France?"), "Paris.")
+        assert (await ask(router, cache, chat("What is the capital of France?"))).state == "hit"
+        # A paraphrase of a first sighting is admitted too (the candidate stage is enough) ...
+        assert (await ask(router, cache, chat("How tall is the Eiffel Tower?"))).ticket is None
+        assert (await ask(router, cache, chat("How tall is the Eiffel Tower exactly?"))).ticket is not None
+        # ... but not another tenant's sighting, nor an unrelated question.
+        assert (await ask(router, cache, chat("How do I sort a list in Python?"), tenant=BOB)).ticket is None
+        assert (await ask(router, cache, chat("How do I sort a list in Python?"))).ticket is None
+        # The window is bounded: the oldest sightings are forgotten.
+        for text in ("Who painted the Mona Lisa?", "Best soil for tomatoes?", "Explain TCP slow start", "Recipe for pancakes"):
+            assert (await ask(router, cache, chat(text))).reason == "first_sight"
+        assert cache.sightings is not None and len(cache.sightings) == 3
+        assert (await ask(router, cache, chat("How do I sort a list in Python?"))).ticket is None
+        assert cache.counters.lookups[("miss", "first_sight")] >= 5
+    finally:
+        cache.close()
+
+
+async def test_admission_first_is_the_default_and_stores_every_miss(setup: tuple[Router, SemanticCache]) -> None:
+    router, cache = setup
+    assert cache.settings.admission == "first" and cache.sightings is None
+    assert (await ask(router, cache, chat("A question asked exactly once"))).ticket is not None

@@ -135,12 +135,16 @@ async def start(
     load: bool = True,
     adapt: Callable[[CountingRouter], None] | None = None,
     policy: str = POLICY,
+    configure: Callable[[Settings], None] | None = None,
 ) -> tuple[ExtProcServer, Any]:
-    """A server on a free port over a real Router for `policy` (this module's keyword policy)."""
+    """A server on a free port over a real Router for `policy` (this module's keyword policy);
+    `configure` may change the settings first."""
     settings = Settings.load(None, environ={}).model_copy(deep=True)
     settings.server.grpc_port = 0
     settings.server.debug_headers = debug
     settings.server.shutdown_grace_s = 2.0
+    if configure is not None:
+        configure(settings)
 
     def factory(s: Settings) -> Router:
         router = make_router(s, policy)

@@ -12,6 +12,7 @@ import pytest
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 
+from extproc.settings import Settings
 from tests.server.test_grpc_service import Harness, body_only_msg, decision_of, start
 
 POLICY = """
@@ -157,3 +158,25 @@ async def test_bad_store_streams_lose_nothing_and_break_nothing(harness: Harness
             break
         await asyncio.sleep(0.02)
     assert harness.server.service.in_flight == 0
+
+
+async def test_admission_repeat_sends_no_store_ticket_on_a_first_sighting() -> None:
+    """Without a ticket Envoy's store routes do not match: a question asked once costs no store phase."""
+
+    def repeat(settings: Settings) -> None:
+        settings.cache.admission = "repeat"
+
+    server, channel = await start(policy=POLICY, configure=repeat)
+    harness = Harness(server, channel)
+    try:
+        [first] = await harness.exchange(with_tenant(body_only_msg(question("Name a river."))))
+        assert decision_of(first)["cache"] == "miss" and "cache_ticket" not in decision_of(first)
+        [second] = await harness.exchange(with_tenant(body_only_msg(question("Name a river."))))
+        assert decision_of(second)["cache"] == "miss"
+        await observe(harness, store_stream(decision_of(second)["cache_ticket"], [ANSWER]))
+        await stored(harness)
+        [hit] = await harness.exchange(with_tenant(body_only_msg(question("Name a river."))))
+        assert header_map(hit)["x-vsr-cache"] == "hit"
+    finally:
+        await channel.close()
+        await server.stop()
