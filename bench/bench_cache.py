@@ -728,7 +728,8 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
     # Both stacks up at once, the throughput rounds interleaved (on, off, on, off, ...): this host's
     # 2 cores are shared, and load from elsewhere then weighs on both sides alike.
     with contextlib.ExitStack() as stacks:
-        stack_on = stacks.enter_context(running_stack(make_stack_config(policy, args.delay_ms, {}), "cache on"))
+        admission = {"VSR_CACHE__ADMISSION": args.admission}
+        stack_on = stacks.enter_context(running_stack(make_stack_config(policy, args.delay_ms, admission), "cache on"))
         stack_off = stacks.enter_context(
             running_stack(make_stack_config(policy, args.delay_ms, {"VSR_CACHE__ENABLED": "false"}), "cache off")
         )
@@ -741,10 +742,13 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
             # Misses (each prompt once, one tenant: lookups scan the tenant's growing entry set),
             # each followed, once stored, by repeats of the same request: exact hits; beside the
             # same request to the cache-off stack.
+            # admission: repeat stores a question the second time it is asked: one more miss first.
+            asks_to_store = 2 if args.admission == "repeat" else 1
             for text in latency_prompts:
                 if time.monotonic() > deadline:
                     break
-                send(client, url_on, text, "bench-latency", miss, expect="miss")
+                for _ in range(asks_to_store):
+                    send(client, url_on, text, "bench-latency", miss, expect="miss")
                 send(client, url_off, text, "bench-latency", off, expect="-")
                 settle(stack_on)  # the store runs after the response, in the background
                 for _ in range(args.hit_repeats):
@@ -753,7 +757,8 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
             for i, s in enumerate(semantic):
                 if time.monotonic() > deadline:
                     break
-                send(client, url_on, s.pair.a, f"bench-semantic-{i}", sem_miss, expect="miss")
+                for _ in range(asks_to_store):
+                    send(client, url_on, s.pair.a, f"bench-semantic-{i}", sem_miss, expect="miss")
                 settle(stack_on)
                 state = send(client, url_on, s.pair.b, f"bench-semantic-{i}", sem_hit, expect="hit")
                 if args.verbose:
@@ -790,12 +795,14 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
         f"\nthroughput: every request a miss, {len(tput_prompts)} distinct, mutually dissimilar prompts "
         f"(MiniLM < {default_t:.2f}), stream=false (the demo upstream adds no delay to non-streamed replies), "
         f"{args.concurrency} keep-alive connections, tenant per connection; baseline: a second stack with "
-        f"VSR_CACHE__ENABLED=false (same Envoy config, same requests), up at the same time, rounds interleaved"
+        f"VSR_CACHE__ENABLED=false (same Envoy config, same requests), up at the same time, rounds interleaved; "
+        f"cache on with admission: {args.admission}"
     )
     print(
         f"  est. {share:.0%} of the cache-on misses ran a MiniLM verification (an earlier prompt of the tenant "
         f"over the candidate floor {default_t - margin:.2f}; {share_wider:.0%} with margin {margin + 0.05:.2f}); "
-        "every miss is stored (one MiniLM embed each)"
+        ("every miss is stored" if args.admission == "first" else
+         "admission: repeat, so no miss is stored (each is a first sighting) and none pays the store phase")
     )
     print(
         "  (answered: requests / time to the last answer; sustained: requests / (that + the time the server "
@@ -849,6 +856,12 @@ def main() -> int:
     parser.add_argument("--delay-ms", type=float, default=15.0, help="demo upstream delay between SSE chunks")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--verbose", action="store_true", help="print each semantic-hit probe")
+    parser.add_argument(
+        "--admission",
+        choices=["first", "repeat"],
+        default="first",
+        help="the cache-on stack's cache.admission (repeat: a question is stored when asked the second time)",
+    )
     parser.add_argument("--requests", type=int, default=None, help="throughput requests (default 400; quick 128)")
     args = parser.parse_args()
     quick = args.quick
