@@ -801,8 +801,11 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
     print(
         f"  est. {share:.0%} of the cache-on misses ran a MiniLM verification (an earlier prompt of the tenant "
         f"over the candidate floor {default_t - margin:.2f}; {share_wider:.0%} with margin {margin + 0.05:.2f}); "
-        ("every miss is stored" if args.admission == "first" else
-         "admission: repeat, so no miss is stored (each is a first sighting) and none pays the store phase")
+        + (
+            "every miss is stored"
+            if args.admission == "first"
+            else "admission: repeat, so only those misses (an earlier prompt passed the candidate stage) are stored"
+        )
     )
     print(
         "  (answered: requests / time to the last answer; sustained: requests / (that + the time the server "
