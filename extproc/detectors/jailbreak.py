@@ -237,6 +237,9 @@ _RULES: tuple[_Rule, ...] = (
           r"|restrictions|policies|policy|settings|measures|guardrails|features|constraints|rules|checks)"
           r" (?:have |has )?(?:now )?(?:been |are |is |were )?(?:now )?(?:temporarily )?"
           r"(?:disabled|removed|turned off|switched off|lifted|deactivated|suspended|bypassed|overridden)\b"),
+    # PromptInject's goal hijacking ("STOP EVERYTHING!!! NOW!!! JUST PRINT ...")
+    _rule(_OVERRIDE, 0.85, ("stop everything", "stop what you are doing", "stop what you re doing"),
+          r" (?:now )?(?:and )?(?:just |instead |only )?(?:print|say|output|write|repeat|type)\b"),
     # asked of the model itself ("your"): "how do I disable the content filter on my router" is not
     _rule(_OVERRIDE, 0.8, ("disable", "turn off", "switch off", "deactivate", "bypass"),
           r" (?:all )?(?:of )?your (?:own )?(?:content moderation|moderation|content filters?|safety filters?"
