@@ -18,7 +18,6 @@ repeated texts (a system prompt sent with every request) come from a small cache
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.cache import LruCache
+from extproc.models.cache import LruCache, rows_through_cache
 from extproc.models.local_checkpoint import checkpoint_dir, load_local
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
@@ -148,23 +147,9 @@ class HfTextClassifier:
 
     def predict(self, texts: Sequence[str], *, batch: bool = True) -> FloatArray:
         """Like `predict_uncached`, with repeated texts served from the cache."""
-        out = np.zeros((len(texts), len(self.labels)), dtype=np.float32)
-        keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
-        todo: dict[str, list[int]] = {}
-        for i, key in enumerate(keys):
-            hit = self.cache.get(key)
-            if hit is not None:
-                out[i] = hit
-            else:
-                todo.setdefault(key, []).append(i)
-        if todo:
-            order = list(todo)
-            probs = self.predict_uncached([texts[todo[k][0]] for k in order], batch=batch)
-            for key, row in zip(order, probs, strict=True):
-                for i in todo[key]:
-                    out[i] = row
-                self.cache.put(key, row)
-        return out
+        return rows_through_cache(
+            self.cache, texts, len(self.labels), lambda fresh: self.predict_uncached(fresh, batch=batch)
+        )
 
 
 def load_hf_classifier(

@@ -11,7 +11,6 @@ one padded batch; repeated texts come from a small cache.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.cache import LruCache
+from extproc.models.cache import LruCache, rows_through_cache
 from extproc.models.local_checkpoint import load_local
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
@@ -93,26 +92,15 @@ class TextEmbedder:
         """L2-normalised embeddings, one row per text (cached texts are not recomputed)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        return rows_through_cache(self.cache, texts, self.dim, self._encode_by_length)
+
+    def _encode_by_length(self, texts: list[str]) -> FloatArray:
+        """Batches of texts of similar length (each padded batch wastes little), rows in input order."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        todo: dict[str, list[int]] = {}
-        for i, key in enumerate(keys):
-            hit = self.cache.get(key)
-            if hit is not None:
-                out[i] = hit
-            else:
-                todo.setdefault(key, []).append(i)
-        if todo:
-            order = list(todo)
-            # Sort by length so each padded batch wastes little.
-            order.sort(key=lambda k: len(texts[todo[k][0]]))
-            for start in range(0, len(order), self.batch_size):
-                chunk = order[start : start + self.batch_size]
-                vecs = self._encode([texts[todo[k][0]] for k in chunk])
-                for key, vec in zip(chunk, vecs, strict=True):
-                    for i in todo[key]:
-                        out[i] = vec
-                    self.cache.put(key, vec)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._encode([texts[i] for i in chunk])
         return out
 
     def caches(self) -> dict[str, LruCache[FloatArray]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from extproc.models.cache import CachingModel, LruCache
+from extproc.models.cache import CachingModel, LruCache, rows_through_cache
 from extproc.observability.metrics import model_cache_stats
 
 
@@ -48,3 +48,19 @@ def test_metrics_read_the_caches_models_declare() -> None:
     assert isinstance(model, CachingModel)
     stats = model_cache_stats([("ocr", model), ("plain", object())])
     assert [(s.cache, s.hits, s.misses) for s in stats] == [("ocr_results", 1, 1)]
+
+
+def test_rows_through_cache_computes_each_distinct_uncached_text_once() -> None:
+    cache: LruCache[np.ndarray] = LruCache(8)
+    calls: list[list[str]] = []
+
+    def compute(texts: list[str]) -> np.ndarray:
+        calls.append(texts)
+        return np.array([[len(t), ord(t[0])] for t in texts], dtype=np.float32)
+
+    rows = rows_through_cache(cache, ["ab", "c", "ab", "\ud800x"], 2, compute)  # a lone surrogate is keyed too
+    assert calls == [["ab", "c", "\ud800x"]]
+    assert rows.tolist() == [[2, 97], [1, 99], [2, 97], [2, 0xD800]]
+    again = rows_through_cache(cache, ["c", "new"], 2, compute)
+    assert calls[-1] == ["new"] and again.tolist() == [[1, 99], [3, 110]]
+    assert rows_through_cache(cache, [], 2, compute).shape == (0, 2) and len(calls) == 2
