@@ -40,7 +40,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
@@ -139,16 +139,17 @@ class _Entry:
     signals: list[SignalResult]
     timings: dict[str, float]
     extproc_ms: float | None
-    api: str | None
-    requested_model: str | None
-    stream: bool
-    texts: list[TextSegment] | None
-    images: list[tuple[str, str, int, int, int]]
-    remote_images: int
-    tools: int
-    turns: int
     body: bytes | None
     held: int
+    # what the parsed request was; the defaults are a request that could not be parsed
+    api: str | None = None
+    requested_model: str | None = None
+    stream: bool = False
+    texts: list[TextSegment] | None = None
+    images: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    remote_images: int = 0
+    tools: int = 0
+    turns: int = 0
     overload: str | None = None  # shed / fail_safe, when overload decided the request
     cache: str | None = None  # state[:reason] of the semantic cache, when the decision caches
 
@@ -243,23 +244,32 @@ class DecisionLog:
         model = outcome.model
         error = outcome.error
         captured = body if self.capture and body is not None and len(body) <= self.settings.capture_max_bytes else None
+        entry = _Entry(
+            t=time.time(),
+            request_id=request_id,
+            path=path,
+            policy=outcome.policy_version,
+            decision=outcome.decision,
+            action=outcome.action,
+            model=model.name if model is not None and request is not None else None,
+            status=outcome.status,
+            error=error.code if error is not None else None,
+            signals=outcome.signals,
+            timings=outcome.timings_ms,
+            extproc_ms=extproc_ms,
+            body=captured,
+            held=len(captured) if captured is not None else 0,
+        )
         if request is not None:
-            texts: list[TextSegment] | None = request.texts
-            images = [(i.sha256, i.format, i.width, i.height, i.byte_size) for i in request.images]
-            held = (0 if images or body is None else len(body)) + (len(captured) if captured is not None else 0)
-            entry = _Entry(
-                time.time(), request_id, path, outcome.policy_version, outcome.decision, outcome.action,
-                model.name if model is not None else None, outcome.status, error.code if error is not None else None,
-                outcome.signals, outcome.timings_ms, extproc_ms, request.api.value, request.model, request.stream,
-                texts, images, len(request.remote_images), len(request.tools), request.turn_count, captured, held,
-            )  # fmt: skip
-        else:
-            held = len(captured) if captured is not None else 0
-            entry = _Entry(
-                time.time(), request_id, path, outcome.policy_version, outcome.decision, outcome.action, None,
-                outcome.status, error.code if error is not None else None, outcome.signals, outcome.timings_ms,
-                extproc_ms, None, None, False, None, [], 0, 0, 0, captured, held,
-            )  # fmt: skip
+            entry.api, entry.requested_model, entry.stream = request.api.value, request.model, request.stream
+            entry.texts = request.texts
+            entry.images = [(i.sha256, i.format, i.width, i.height, i.byte_size) for i in request.images]
+            entry.remote_images, entry.tools = len(request.remote_images), len(request.tools)
+            entry.turns = request.turn_count
+            if not entry.images and body is not None:
+                # the queued texts, estimated by the body's size (image bytes are not held)
+                entry.held += len(body)
+        held = entry.held
         if outcome.result.shed or outcome.result.fail_safe:
             entry.overload = "shed" if outcome.result.shed else "fail_safe"
         if outcome.cache is not None:
