@@ -189,6 +189,12 @@ class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, eit
         """Asynchronous evaluation; the default runs `compute` (for inline signals)."""
         return self.compute(request)
 
+    def answer_now(self, request: RoutingRequest) -> Evaluation | None:
+        """For a heavy signal: its answer when it needs no waiting (every score it would compute
+        is cached), so the dispatcher skips the task, the timeout and the executor hop; None
+        otherwise. It must equal what `evaluate` would return."""
+        return None
+
 
 M = TypeVar("M")
 

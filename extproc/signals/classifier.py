@@ -371,6 +371,11 @@ class PromptAttackSignal(ClassifierSignal):
         probs = [{self.label: s} for s in scores]
         return summarize(self.spec, [self.label], probs, texts, {self.label: threshold}, notes, eligible)
 
+    def cached_head_scores(self, texts: Sequence[str]) -> list[float] | None:
+        """Stage-2 scores of `texts` when every one is cached; None otherwise."""
+        found = [self.stage_two.get(text) for text in texts]
+        return None if any(score is None for score in found) else [s for s in found if s is not None]
+
     async def scored_by_head(self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
         """Stage-2 scores of `texts`: cached ones at once, the rest embedded on the heavy executor."""
         found = [self.stage_two.get(text) for text in texts]
@@ -427,6 +432,18 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         lexical = [model.lexical_score(t.text) for t in texts]
         scores = await self.scored_by_head(ctx, [t.text for t in texts], lexical)
         return self.result(texts, scores, self.threshold(model), ["stage: embedding"])
+
+    def answer_now(self, request: RoutingRequest) -> Evaluation | None:
+        # A chat re-sends its earlier turns and a prompt repeats: then every head score is cached.
+        if self.embedder is None or self.model is None:
+            return None
+        texts = select_texts(request, self.spec)
+        if not texts:
+            return Evaluation(matched=False)
+        scores = self.cached_head_scores([t.text for t in texts])
+        if scores is None:
+            return None
+        return self.result(texts, scores, self.threshold(self.attack_model()), ["stage: embedding"])
 
 
 class PromptAttackCascadeSignal(PromptAttackSignal):

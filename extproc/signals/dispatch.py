@@ -39,6 +39,8 @@ class Dispatcher:
                 results[signal.name] = SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, reason)
             elif signal.inline:
                 inline.append(signal)
+            elif (now := self._answer_now(signal, request)) is not None:
+                results[signal.name] = now
             else:
                 # Heavy signals start first so their executor work overlaps the inline ones.
                 task = asyncio.create_task(self._bounded(signal, request, ctx), name=f"signal:{signal.name}")
@@ -67,6 +69,21 @@ class Dispatcher:
         # Heavy work this signal submits is admitted only if it can finish in time (see executor).
         REQUEST_DEADLINE.set(time.monotonic() + timeout)
         return await asyncio.wait_for(signal.evaluate(request, ctx), timeout=timeout)
+
+    @staticmethod
+    def _answer_now(signal: Signal, request: RoutingRequest) -> SignalResult | None:
+        """A heavy signal's answer without a task when it needs no waiting (see `answer_now`);
+        any failure here leaves the signal to the normal path, which reports it."""
+        started = time.perf_counter()
+        try:
+            evaluation = signal.answer_now(request)
+        except RequestError:
+            raise
+        except Exception:
+            return None
+        if evaluation is None:
+            return None
+        return SignalResult.from_evaluation(signal.name, signal.type, evaluation, _ms(started))
 
     @staticmethod
     def _run_inline(signal: Signal, request: RoutingRequest) -> SignalResult:

@@ -516,3 +516,42 @@ async def test_stage_two_scores_a_text_once(ctx: BuildContext, stub: StubAttack,
     await evaluate(cascade, request_of(UNSURE_TEXT), ctx)
     await evaluate(cascade, request_of(UNSURE_TEXT), ctx)
     assert embedder.calls[2:] == [[UNSURE_TEXT]]  # the cascade's own cache: embedded once
+
+
+async def test_a_fully_cached_embedding_stage_answers_without_a_task(
+    ctx: BuildContext, stub: StubAttack, embedder: StubEmbedder
+) -> None:
+    """The dispatcher takes `answer_now` when every head score is cached: the same evaluation,
+    no task, no executor hop; a text not yet scored still goes the normal way."""
+    signal = ClassifierSignal.build(spec(stage="embedding"), ctx)
+    request = request_of(BENIGN_TEXT, ATTACK_TEXT)
+    assert signal.answer_now(request) is None  # nothing cached yet
+    first = await evaluate(signal, request, ctx)
+    now = signal.answer_now(request)
+    assert now is not None and now == first
+    dispatcher = Dispatcher(ctx.executor, 1000)
+    evaluate_calls: list[RoutingRequest] = []
+    normal_path = signal.evaluate
+
+    async def counted(request: RoutingRequest, run: SignalContext) -> Evaluation:
+        evaluate_calls.append(request)
+        return await normal_path(request, run)
+
+    signal.evaluate = counted  # type: ignore[method-assign]
+    results = await dispatcher.run([signal], request, time.monotonic() + 5)
+    assert results[signal.name].status == SignalStatus.MATCHED and results[signal.name].score == first.score
+    assert evaluate_calls == []  # answered without the task
+    fresh = await dispatcher.run([signal], request_of(BENIGN_TEXT, UNSURE_TEXT), time.monotonic() + 5)
+    assert len(evaluate_calls) == 1 and embedder.calls[-1] == [UNSURE_TEXT]
+    assert fresh[signal.name].status != SignalStatus.ERROR
+
+
+async def test_a_failing_answer_now_falls_back_to_evaluate(ctx: BuildContext, stub: StubAttack) -> None:
+    signal = ClassifierSignal.build(spec(stage="embedding"), ctx)
+
+    def broken(request: RoutingRequest) -> Evaluation | None:
+        raise RuntimeError("cache broke")
+
+    signal.answer_now = broken  # type: ignore[method-assign]
+    results = await Dispatcher(ctx.executor, 1000).run([signal], request_of(ATTACK_TEXT), time.monotonic() + 5)
+    assert results[signal.name].status == SignalStatus.MATCHED  # evaluated the normal way
