@@ -59,8 +59,3 @@ class Sightings:
                 if not old_group.keys:
                     del self._groups[old_group_key]
             return False
-
-    def clear(self) -> None:
-        with self._lock:
-            self._order.clear()
-            self._groups.clear()

@@ -375,7 +375,7 @@ _RULES: tuple[_Rule, ...] = (
 # become Latin), so they are written here in the ordinary spelling. Each rule is a sequence
 # of phrase alternatives with at most `gap` characters between consecutive parts.
 
-_CJK_HINT = re.compile(r"[\u0400-\u04ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_SCRIPT_HINT = re.compile(r"[\u0400-\u04ff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _script_rule(
@@ -597,7 +597,7 @@ def _scan(text: str, wanted: frozenset[str]) -> tuple[list[tuple[_Rule, int, int
         return (_hits(view, present, wanted) if present else []), view
     present = list(_ANCHORS.intersection(view.split(" ")))
     hits = _hits(view, present, wanted) if present else []
-    if _CJK_HINT.search(text):
+    if _SCRIPT_HINT.search(text):
         for rule in _SCRIPT_RULES:
             if rule.category in wanted:
                 hits.extend((rule, m.start(), m.end()) for m in rule.pattern.finditer(view))
