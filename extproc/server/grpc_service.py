@@ -101,7 +101,6 @@ class _Stream:
     # the store phase (observability mode): the ticket and the body so far
     store_ticket: str | None = None
     store_body: bytearray = field(default_factory=bytearray)
-    store_overflow: bool = False
     # the tool rules' response phase: what the request said it needs, and the held stream
     respond: str = ""  # json / stream / mcp_list, from the decision metadata
     respond_api: str = ""
@@ -144,7 +143,10 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             async for request in request_iterator:
                 phase = request.WhichOneof("request")
                 if request.observability_mode:  # the cache's store phase: Envoy expects no answer
-                    self._observe(request, phase or "", stream)
+                    if self._observe(request, phase or "", stream):
+                        # Close the stream now: Envoy would hold it open for its deferred-close
+                        # timeout (5 s), and thousands of idle streams cost memory and GC time.
+                        return
                     continue
                 started = time.perf_counter()
                 if not stream.started:
@@ -179,38 +181,43 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
 
     # -- phases -------------------------------------------------------------------------------
 
-    def _observe(self, request: Any, phase: str, stream: _Stream) -> None:
-        """The store phase: collect the upstream's answer; store it once it is complete."""
+    def _observe(self, request: Any, phase: str, stream: _Stream) -> bool:
+        """The store phase: collect the upstream's answer; store it once it is complete.
+        True when nothing more is wanted from this stream."""
         cache = self.cache
         if cache is None:
-            return
+            return True
         if phase == "response_headers":
             meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
             ticket = meta.fields.get(TICKET_KEY) if meta is not None else None
             stream.store_ticket = ticket.string_value if ticket is not None else None
             stream.response_status, stream.response_type = _status_and_type(request.response_headers)
+            if stream.store_ticket is None:
+                return True
+            if stream.response_status != 200:  # never stored (cache.answers): no need for the body
+                cache.counters.stores["status"] += 1
+                return True
             end = request.response_headers.end_of_stream
         elif phase == "response_body":
             if len(stream.store_body) + len(request.response_body.body) > cache.settings.max_entry_bytes:
-                stream.store_overflow = True
-                stream.store_body = bytearray()
-            elif not stream.store_overflow:
-                stream.store_body += request.response_body.body
+                cache.counters.stores["too_large"] += 1
+                return True
+            stream.store_body += request.response_body.body
             end = request.response_body.end_of_stream
         else:
-            return
-        if not end or stream.store_ticket is None:
-            return
+            return False
+        if not end:
+            return False
         ticket, stream.store_ticket = stream.store_ticket, None
-        if stream.store_overflow:
-            cache.counters.stores["too_large"] += 1
-            return
+        if ticket is None:
+            return True
         task = asyncio.create_task(
             cache.store(ticket, stream.response_status, stream.response_type, bytes(stream.store_body))
         )
         stream.store_body = bytearray()
         self._stores.add(task)
         task.add_done_callback(self._stores.discard)
+        return True
 
     def _read_attributes(self, request: Any, stream: _Stream) -> None:
         """Path and request id from Envoy's attributes; the debug flag from the client metadata."""

@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import pytest
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
@@ -27,7 +28,11 @@ default: {name: general, action: {type: route, models: [general]}, cache: {enabl
 """
 
 ANSWER = json.dumps(
-    {"id": "chatcmpl-up", "model": "llama", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}]}
+    {
+        "id": "chatcmpl-up",
+        "model": "llama",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris."}, "finish_reason": "stop"}],
+    }
 ).encode()
 
 
@@ -70,11 +75,19 @@ def store_stream(ticket: str, chunks: list[bytes], status: str = "200") -> list[
 
 
 async def observe(harness: Harness, messages: list[Any]) -> list[Any]:
-    """Send without waiting for answers (Envoy's observability mode); whatever comes back is wrong."""
+    """Send without waiting for answers (Envoy's observability mode); whatever comes back is wrong.
+    The server may close the stream once it has what it needs: later messages are dropped, as
+    Envoy drops them."""
     call = harness.stub.Process()
     for message in messages:
-        await call.write(message)
-    await call.done_writing()
+        if call.done():
+            break
+        try:
+            await call.write(message)
+        except asyncio.InvalidStateError:  # closed between the check and the write
+            break
+    if not call.done():
+        await call.done_writing()
     return [reply async for reply in call]
 
 
@@ -158,6 +171,28 @@ async def test_bad_store_streams_lose_nothing_and_break_nothing(harness: Harness
             break
         await asyncio.sleep(0.02)
     assert harness.server.service.in_flight == 0
+
+
+async def test_the_server_closes_a_store_stream_once_it_has_the_answer(harness: Harness) -> None:
+    """Envoy holds an observability stream open for its deferred-close timeout (5 s) unless the
+    server ends it: thousands of idle streams under load. So it ends after the last body chunk,
+    and right after the headers of an answer that will not be stored."""
+    [miss] = await harness.exchange(with_tenant(body_only_msg(question("Name a tree."))))
+    ticket = decision_of(miss)["cache_ticket"]
+    headers, *bodies = store_stream(ticket, [ANSWER[:15], ANSWER[15:]])
+    call = harness.stub.Process()
+    await call.write(headers)
+    await call.write(bodies[0])
+    await asyncio.sleep(0.1)
+    assert not call.done()  # mid-answer: still listening
+    await call.write(bodies[1])  # end_of_stream; no done_writing from our side
+    assert await asyncio.wait_for(call.code(), 5) == grpc.StatusCode.OK
+    await stored(harness)
+
+    failed = harness.stub.Process()
+    await failed.write(store_stream(ticket, [ANSWER], status="503")[0])
+    assert await asyncio.wait_for(failed.code(), 5) == grpc.StatusCode.OK  # the body is not needed
+    await stored(harness, "status")
 
 
 async def test_admission_repeat_sends_no_store_ticket_on_a_first_sighting() -> None:
