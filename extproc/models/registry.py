@@ -32,6 +32,9 @@ class ModelRegistry:
         self._models: dict[str, Any] = {}
         self._status: dict[str, ModelStatus] = {}
         self._lock = threading.Lock()
+        # Called (outside the lock) after a model loads; the server freezes it out of the garbage
+        # collector's sight (extproc.server.heap).
+        self.on_load: Callable[[str], None] | None = None
 
     def get(self, name: str, loader: Callable[[], T], *, detail: str = "") -> T:
         """The model called `name`, loading it with `loader` the first time.
@@ -58,7 +61,9 @@ class ModelRegistry:
             self._models[name] = model
             self._status[name] = ModelStatus(name, True, detail)
             log.info("model %s loaded %s", name, detail)
-            return model
+        if self.on_load is not None:
+            self.on_load(name)
+        return model
 
     def put(self, name: str, model: object, *, detail: str = "provided") -> None:
         """Install an already-built model (tests, or a loader run elsewhere)."""

@@ -37,6 +37,7 @@ from extproc.observability.observer import Observer, install_request_id_filter
 from extproc.observability.recent import RecentDecisions
 from extproc.observability.tracing import build_tracer
 from extproc.policy.load import PolicyError
+from extproc.server import heap
 from extproc.server.admin import AdminServer
 from extproc.server.console import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
@@ -44,6 +45,7 @@ from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings
 
 if TYPE_CHECKING:
+    from extproc.policy.load import CompiledPolicy
     from extproc.router import Router
 
 log = logging.getLogger("extproc.server")
@@ -163,11 +165,15 @@ class ExtProcServer:
             policy.path or self.settings.policy_path,
             interval_s=self.settings.reload.interval_s,
             on_result=self._reloaded,
-            on_swap=self.decision_log.register_policy if self.decision_log is not None else None,
+            on_swap=self._swapped,
         )
         if self.settings.reload.watch:
             self.reloader.start()
         self.service.router = router
+        # Models, policy and tables are loaded: out of the collector's sight (a model loaded
+        # later, on first use, is frozen once it is in, and a reload settles again).
+        heap.settle("router loaded")
+        router.models.on_load = lambda name: heap.settle(f"model {name} loaded")
         self.state = "serving"
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info(
@@ -188,6 +194,11 @@ class ExtProcServer:
             log.warning("SIGHUP ignored: the router is still loading")
             return
         self.reloader.trigger("sighup")
+
+    def _swapped(self, policy: CompiledPolicy) -> None:
+        if self.decision_log is not None:
+            self.decision_log.register_policy(policy)
+        heap.resettle("policy reloaded")
 
     def _reloaded(self, result: ReloadResult) -> None:
         if self.metrics is not None:
