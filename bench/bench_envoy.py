@@ -160,6 +160,7 @@ def main() -> int:
     parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
     parser.add_argument("--log-level", default="INFO", help="server log level (DEBUG logs every route)")
     parser.add_argument("--workers", type=int, default=1, help="ext_proc server processes (serve --workers)")
+    parser.add_argument("--event-loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="server.event_loop")
     parser.add_argument(
         "--baseline-policy",
         type=Path,
@@ -188,7 +189,11 @@ def main() -> int:
             envoy_config=config_path,
             demo_upstreams=bool(demo),
             stream_delay_ms=0,
-            env={"VSR_LOGGING__LEVEL": args.log_level, "VSR_SERVER__WORKERS": str(args.workers)},
+            env={
+                "VSR_LOGGING__LEVEL": args.log_level,
+                "VSR_SERVER__WORKERS": str(args.workers),
+                "VSR_SERVER__EVENT_LOOP": args.event_loop,
+            },
             envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
         ),
         sink=logs.append,

@@ -42,7 +42,7 @@ from extproc.server.admin import AdminServer
 from extproc.server.console import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
 from extproc.server.reload import PolicyReloader, ReloadResult
-from extproc.settings import Settings
+from extproc.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
     from extproc.policy.load import CompiledPolicy
@@ -271,4 +271,23 @@ def serve(settings: Settings, router_factory: RouterFactory | None = None) -> in
 
     configure_logging(settings.logging.level, settings.logging.json_format)
     install_request_id_filter()
-    return asyncio.run(ExtProcServer(settings, router_factory).run())
+    loop_factory = event_loop_factory(settings.server.event_loop)
+    log.info("event loop", extra={"event_loop": "uvloop" if loop_factory is not None else "asyncio"})
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(ExtProcServer(settings, router_factory).run())
+
+
+def event_loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop when asked for or (auto) installed; None: the standard loop."""
+    if choice == "asyncio":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        if choice == "uvloop":
+            raise SettingsError(
+                "server.event_loop is uvloop, but uvloop is not installed (pip install uvloop)"
+            ) from None
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory

@@ -111,3 +111,18 @@ def test_serve_exits_1_on_a_bad_policy_with_its_diagnostics(tmp_path: Path, text
     invalid = [r for r in records if r.get("msg") == "policy is invalid; not serving"]
     assert invalid and any(problem in p for p in invalid[0]["problems"])
     assert "Traceback" not in output
+
+
+def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvloop
+
+    from extproc.server.app import event_loop_factory
+    from extproc.settings import SettingsError
+
+    assert event_loop_factory("asyncio") is None
+    assert event_loop_factory("auto") is uvloop.new_event_loop
+    assert event_loop_factory("uvloop") is uvloop.new_event_loop
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed
+    assert event_loop_factory("auto") is None  # the standard loop, quietly
+    with pytest.raises(SettingsError, match="uvloop is not installed"):
+        event_loop_factory("uvloop")
