@@ -129,7 +129,7 @@ class SemanticCache:
         if key is None:
             return CacheLookup("bypass", "not_cacheable")
         store = "no-store" not in flags
-        ticket = self._ticket(key, outcome.request.api, rule.ttl_s) if store else None
+        ticket = self._ticket(key, outcome.request.api, rule.ttl_s, outcome.request.stream) if store else None
         if "no-cache" in flags:
             return CacheLookup("bypass", "no-cache", ticket=ticket)
         now = self.clock()
@@ -194,9 +194,19 @@ class SemanticCache:
         return fn(*args)
 
     @staticmethod
-    def _ticket(key: CacheKey, api: ApiKind, ttl_s: int) -> str:
+    def _ticket(key: CacheKey, api: ApiKind, ttl_s: int, stream: bool) -> str:
+        # "s": the request streams, so its answer is SSE (the one-message store phase gets the
+        # status from Envoy but no headers, the content type included)
         return json.dumps(
-            {"p": key.partition, "c": key.context, "k": key.exact, "q": key.query, "a": api.value, "t": ttl_s},
+            {
+                "p": key.partition,
+                "c": key.context,
+                "k": key.exact,
+                "q": key.query,
+                "a": api.value,
+                "t": ttl_s,
+                "s": stream,
+            },
             ensure_ascii=False,
             separators=(",", ":"),
         )
@@ -214,8 +224,11 @@ class SemanticCache:
             api = ApiKind(meta["a"])
             key = CacheKey(partition=meta["p"], context=meta["c"], exact=meta["k"], query=meta["q"])
             ttl_s = int(meta["t"])
+            streamed = bool(meta.get("s", False))
         except (ValueError, KeyError, TypeError):
             return "bad_ticket"
+        if not content_type:  # the one-message store phase: no response headers
+            content_type = "text/event-stream" if streamed else "application/json"
         if len(body) > self.settings.max_entry_bytes:
             return "too_large"
         try:

@@ -30,7 +30,7 @@ import yaml
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
 from extproc.protocol.request import API_PATHS
-from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY
+from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
 from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 
@@ -430,9 +430,10 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
 
 
 def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
-    """The semantic cache's store phase: the upstream's response headers and body chunks go to the
-    server without waiting for answers (observability mode), so the client's response, JSON or
-    SSE, passes unchanged and undelayed. Enabled only on the store routes; the `vsr` metadata
+    """The semantic cache's store phase: the upstream's response body chunks, the first with the
+    status as an attribute, go to the server without waiting for answers (observability mode), so
+    the client's response, JSON or SSE, passes unchanged and undelayed; the server closes the
+    stream once it has the answer. Enabled only on the store routes; the `vsr` metadata
     (written only by the first filter) tells the server what the answer is for. A server that
     is down loses a store, never a response."""
     config = ExternalProcessor(
@@ -442,11 +443,12 @@ def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
         processing_mode=ProcessingMode(
             request_header_mode=ProcessingModeHeaderSendMode.SKIP,
             request_body_mode=ProcessingModeBodySendMode.NONE,
-            response_header_mode=ProcessingModeHeaderSendMode.SEND,
+            response_header_mode=ProcessingModeHeaderSendMode.SKIP,
             response_body_mode=ProcessingModeBodySendMode.STREAMED,
             request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
             response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
         ),
+        response_attributes=list(RESPONSE_ATTRIBUTES),
         message_timeout=_duration(options.message_timeout_s),
         stat_prefix="vsr_cache",
         metadata_options=MetadataOptions(
@@ -1040,6 +1042,10 @@ _COMMENTS: dict[str, str] = {
     ),
     "allow_mode_override": "Lets the server turn off body/response processing for paths it does not route.",
     "request_attributes": "What the skipped headers would tell the server: the path (which API) and the request id.",
+    "response_attributes": (
+        "The cache's store phase is one message a chunk, no response headers: the status comes as an\n"
+        "attribute (the server's ticket says whether the answer streams)."
+    ),
     "metadata_options": (
         "The client's x-vsr-debug (moved to vsr.request by header_to_metadata) goes to the server; only\n"
         "the server may write the vsr namespace the routes match (its routing decision)."

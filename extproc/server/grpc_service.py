@@ -74,6 +74,10 @@ MAX_TRACE_CHARS = 4096
 # client's debug header (one-message flow).
 ATTRIBUTES = "envoy.filters.http.ext_proc"
 CLIENT_METADATA = "vsr.request"
+# What the one-message store filter asks Envoy for in place of the response headers: the status.
+# (Envoy cannot send a header as an attribute; the ticket says whether the answer streams.)
+RESPONSE_CODE = "response.code"
+RESPONSE_ATTRIBUTES = (RESPONSE_CODE,)
 # In vsr.request: the configured tenant headers and the request's cache-control (envoy_config).
 TENANT_PREFIX = "tenant:"
 CACHE_CONTROL_KEY = "cache_control"
@@ -100,6 +104,7 @@ class _Stream:
     cache: CacheLookup | None = None
     # the store phase (observability mode): the ticket and the body so far
     store_ticket: str | None = None
+    store_started: bool = False  # the first message of the store phase was read
     store_body: bytearray = field(default_factory=bytearray)
     # the tool rules' response phase: what the request said it needs, and the held stream
     respond: str = ""  # json / stream / mcp_list, from the decision metadata
@@ -187,18 +192,20 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         cache = self.cache
         if cache is None:
             return True
-        if phase == "response_headers":
-            meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
-            ticket = meta.fields.get(TICKET_KEY) if meta is not None else None
-            stream.store_ticket = ticket.string_value if ticket is not None else None
+        if phase == "response_headers":  # configs before the one-message store phase send them
+            stream.store_ticket = _ticket_of(request)
             stream.response_status, stream.response_type = _status_and_type(request.response_headers)
-            if stream.store_ticket is None:
-                return True
-            if stream.response_status != 200:  # never stored (cache.answers): no need for the body
-                cache.counters.stores["status"] += 1
+            stream.store_started = True
+            if not self._storable(stream, cache):
                 return True
             end = request.response_headers.end_of_stream
         elif phase == "response_body":
+            if not stream.store_started:  # one message: status and type come as attributes
+                stream.store_ticket = _ticket_of(request)
+                stream.response_status, stream.response_type = _response_attributes(request)
+                stream.store_started = True
+                if not self._storable(stream, cache):
+                    return True
             if len(stream.store_body) + len(request.response_body.body) > cache.settings.max_entry_bytes:
                 cache.counters.stores["too_large"] += 1
                 return True
@@ -217,6 +224,17 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         stream.store_body = bytearray()
         self._stores.add(task)
         task.add_done_callback(self._stores.discard)
+        return True
+
+    @staticmethod
+    def _storable(stream: _Stream, cache: SemanticCache) -> bool:
+        """Whether the answer can be stored at all, known from its status (cache.answers stores
+        only 200s): if not, the rest of the stream is not needed."""
+        if stream.store_ticket is None:
+            return False
+        if stream.response_status != 200:
+            cache.counters.stores["status"] += 1
+            return False
         return True
 
     def _read_attributes(self, request: Any, stream: _Stream) -> None:
@@ -554,6 +572,27 @@ def _status_and_type(headers: Any) -> tuple[int, str]:
         elif key == "content-type":
             content_type = _value(header).lower()
     return status, content_type
+
+
+def _ticket_of(request: Any) -> str | None:
+    """The store ticket our decision wrote to the `vsr` metadata (the store routes match it)."""
+    meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
+    ticket = meta.fields.get(TICKET_KEY) if meta is not None else None
+    return ticket.string_value if ticket is not None else None
+
+
+def _response_attributes(request: Any) -> tuple[int, str]:
+    """The upstream response's status from the attributes the one-message store filter asks for
+    (0 when absent), and an unknown content type (the store reads it from the ticket)."""
+    if ATTRIBUTES not in request.attributes:
+        return 0, ""
+    value = request.attributes[ATTRIBUTES].fields.get(RESPONSE_CODE)
+    if value is None:
+        return 0, ""
+    if value.HasField("number_value"):
+        return int(value.number_value), ""
+    text = value.string_value
+    return (int(text) if text.isdigit() else 0), ""
 
 
 def _value(header: Any) -> str:

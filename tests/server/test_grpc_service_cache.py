@@ -74,6 +74,34 @@ def store_stream(ticket: str, chunks: list[bytes], status: str = "200") -> list[
     return [headers, *bodies]
 
 
+def store_chunks(ticket: str, chunks: list[bytes], status: int = 200) -> list[Any]:
+    """What the shipped store filter sends: body chunks only, the first carrying the status as an
+    attribute; the `vsr` metadata (the ticket) with each."""
+    messages = []
+    for i, chunk in enumerate(chunks):
+        message = ep.ProcessingRequest(
+            observability_mode=True, response_body=ep.HttpBody(body=chunk, end_of_stream=i == len(chunks) - 1)
+        )
+        message.metadata_context.filter_metadata["vsr"].update({"cache_ticket": ticket, "cluster": "general"})
+        if i == 0:
+            message.attributes["envoy.filters.http.ext_proc"].update({"response.code": status})
+        messages.append(message)
+    return messages
+
+
+def streamed_question(text: str) -> bytes:
+    return json.dumps({"model": "auto", "stream": True, "messages": [{"role": "user", "content": text}]}).encode()
+
+
+SSE_ANSWER = (
+    b'data: {"id":"chatcmpl-up","object":"chat.completion.chunk","model":"llama",'
+    b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Blue"}}]}\n\n'
+    b'data: {"id":"chatcmpl-up","object":"chat.completion.chunk","model":"llama",'
+    b'"choices":[{"index":0,"delta":{"content":"."},"finish_reason":"stop"}]}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
 async def observe(harness: Harness, messages: list[Any]) -> list[Any]:
     """Send without waiting for answers (Envoy's observability mode); whatever comes back is wrong.
     The server may close the stream once it has what it needs: later messages are dropped, as
@@ -192,6 +220,31 @@ async def test_the_server_closes_a_store_stream_once_it_has_the_answer(harness: 
     failed = harness.stub.Process()
     await failed.write(store_stream(ticket, [ANSWER], status="503")[0])
     assert await asyncio.wait_for(failed.code(), 5) == grpc.StatusCode.OK  # the body is not needed
+    await stored(harness, "status")
+
+
+async def test_one_message_store_phase_reads_the_status_attribute_and_the_tickets_stream_flag(
+    harness: Harness,
+) -> None:
+    """The shipped config sends no response headers: the status is an attribute, and the ticket
+    says whether the answer is SSE (Envoy cannot send the content type)."""
+    [miss] = await harness.exchange(with_tenant(body_only_msg(question("Name a metal."))))
+    assert await observe(harness, store_chunks(decision_of(miss)["cache_ticket"], [ANSWER[:30], ANSWER[30:]])) == []
+    await stored(harness)
+    [hit] = await harness.exchange(with_tenant(body_only_msg(question("Name a metal."))))
+    assert header_map(hit)["x-vsr-cache"] == "hit" and hit.immediate_response.body == ANSWER
+
+    [streamed] = await harness.exchange(with_tenant(body_only_msg(streamed_question("Name a colour of the sky."))))
+    await observe(harness, store_chunks(decision_of(streamed)["cache_ticket"], [SSE_ANSWER[:90], SSE_ANSWER[90:]]))
+    await stored(harness, n=2)
+    [again] = await harness.exchange(with_tenant(body_only_msg(question("Name a colour of the sky."))))
+    assert header_map(again)["x-vsr-cache"] == "hit"
+    assert json.loads(again.immediate_response.body)["choices"][0]["message"]["content"] == "Blue."
+
+    [failed] = await harness.exchange(with_tenant(body_only_msg(question("Name a gas."))))
+    call = harness.stub.Process()
+    await call.write(store_chunks(decision_of(failed)["cache_ticket"], [b'{"error": {}}', b""], status=503)[0])
+    assert await asyncio.wait_for(call.code(), 5) == grpc.StatusCode.OK  # not storable: closed at once
     await stored(harness, "status")
 
 
