@@ -12,6 +12,10 @@ are Envoy + ext_proc cost, not a model server's. The ext_proc server is the real
 Reported per path: p50 / p99 latency with one request at a time, then req/s at
 `--concurrency` connections, with errors (any non-200 or transport failure). Targets on
 2 CPU cores: <= 1.5 ms p50 added, >= 1,500 req/s, 0 errors.
+
+`--without-classifier` (or `--baseline-policy P`) also compares the policy with a baseline: a
+second stack (its own Envoy and server) on the baseline, both up at once, then `--rounds`
+throughput rounds of each in alternation, so the host's other load weighs on both alike.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -149,6 +156,101 @@ async def measure(
     return latency, throughput, cpu
 
 
+def bench_stack(
+    policy: Path, args: argparse.Namespace, workdir: Path, logs: list[str]
+) -> tuple[Stack, EnvoyOptions, int, int]:
+    """A started stack for `policy`: Envoy with the bench listeners, the server, the upstream."""
+    options = EnvoyOptions(
+        listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), access_log=False
+    )
+    plain_port, three_port, upstream_port = free_port(), free_port(), free_port()
+    demo: dict[str, str] = loopback_overrides(policy) if args.upstream == "demo" else {}
+    workdir.mkdir(parents=True, exist_ok=True)
+    config_path = workdir / "envoy.yaml"
+    config_path.write_text(bench_config(policy, options, plain_port, three_port, upstream_port, demo), encoding="utf-8")
+    stack = Stack(
+        StackConfig(
+            policy=policy.resolve(),
+            envoy=options,
+            upstream_overrides=demo,
+            envoy_config=config_path,
+            demo_upstreams=bool(demo),
+            stream_delay_ms=0,
+            env={
+                "VSR_LOGGING__LEVEL": args.log_level,
+                "VSR_SERVER__WORKERS": str(args.workers),
+                "VSR_SERVER__EVENT_LOOP": args.event_loop,
+            },
+            envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
+        ),
+        sink=logs.append,
+    )
+    stack.start()
+    return stack, options, plain_port, three_port
+
+
+@dataclass
+class Comparison:
+    """Interleaved throughput rounds of two stacks (policy, baseline) up at the same time."""
+
+    policy: list[LoadResult] = field(default_factory=list)
+    baseline: list[LoadResult] = field(default_factory=list)
+    policy_cpu_s: float = 0.0
+    baseline_cpu_s: float = 0.0
+
+    def report(self, name: str, baseline_name: str) -> None:
+        def total(results: list[LoadResult]) -> tuple[int, float]:
+            return sum(r.count for r in results), sum(r.elapsed_s for r in results)
+
+        (n_p, t_p), (n_b, t_b) = total(self.policy), total(self.baseline)
+        ratios = [p.rps / b.rps for p, b in zip(self.policy, self.baseline, strict=True) if b.rps]
+        overall = (n_p / t_p) / (n_b / t_b) if t_p and t_b and n_b else 0.0
+        print(
+            f"policy {name} vs the same {baseline_name}, {len(ratios)} interleaved rounds each (two stacks up at "
+            f"once): {n_p / t_p if t_p else 0:.0f} vs {n_b / t_b if t_b else 0:.0f} req/s, {overall:.0%} of the "
+            f"baseline's throughput (median of rounds {statistics.median(ratios) if ratios else 0:.0%}; rounds: "
+            + ", ".join(f"{x:.0%}" for x in ratios)
+            + f"); server CPU {self.policy_cpu_s * 1000 / max(1, n_p):.3f} vs "
+            f"{self.baseline_cpu_s * 1000 / max(1, n_b):.3f} ms per request; errors "
+            f"{sum(r.errors for r in self.policy + self.baseline)}"
+        )
+
+
+def compare(stack: Stack, baseline: Stack, args: argparse.Namespace) -> Comparison:
+    """Throughput of the one-message path on both stacks in alternating rounds (which goes first
+    alternates too), so load from elsewhere on this host weighs on both alike."""
+    result = Comparison()
+    port = {id(s): s.config.envoy.listener_port for s in (stack, baseline)}
+    payloads = {
+        id(s): [
+            build_request("127.0.0.1", port[id(s)], "/v1/chat/completions", json.dumps(r).encode())
+            for r in TEXT_REQUESTS
+        ]
+        for s in (stack, baseline)
+    }
+    for s in (stack, baseline):
+        asyncio.run(
+            run_load("127.0.0.1", port[id(s)], payloads[id(s)], concurrency=args.concurrency, total=args.warmup)
+        )
+    round_s = max(1.0, args.duration / 2)
+    for r in range(args.rounds):
+        order = (stack, baseline) if r % 2 == 0 else (baseline, stack)
+        for s in order:
+            pid = s.procs["extproc"].pid
+            before = cpu_seconds(pid)
+            load = asyncio.run(
+                run_load("127.0.0.1", port[id(s)], payloads[id(s)], concurrency=args.concurrency, duration_s=round_s)
+            )
+            spent = cpu_seconds(pid) - before
+            if s is stack:
+                result.policy.append(load)
+                result.policy_cpu_s += spent
+            else:
+                result.baseline.append(load)
+                result.baseline_cpu_s += spent
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", type=Path, default=REPO / "policies" / "default.yaml")
@@ -164,48 +266,44 @@ def main() -> int:
     parser.add_argument(
         "--baseline-policy",
         type=Path,
-        help="also measure the one-message path with this policy (the server restarted on it, same Envoy)",
+        help="also compare the one-message path with this policy: a second stack (its own Envoy and server) "
+        "up at the same time, throughput rounds interleaved",
     )
+    parser.add_argument(
+        "--without-classifier",
+        action="store_true",
+        help="the baseline is --policy with its classifier signals and the rule leaves reading them removed",
+    )
+    parser.add_argument("--rounds", type=int, default=6, help="interleaved throughput rounds per policy")
     args = parser.parse_args()
+    if args.baseline_policy is not None and args.without_classifier:
+        parser.error("--baseline-policy or --without-classifier, not both")
 
-    options = EnvoyOptions(
-        listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), access_log=False
-    )
-    plain_port, three_port, upstream_port = free_port(), free_port(), free_port()
-    demo: dict[str, str] = {}
-    if args.upstream == "demo":
-        demo = loopback_overrides(args.policy)
     tmp = tempfile.TemporaryDirectory(prefix="vsr-bench-")
-    config_path = Path(tmp.name) / "envoy.yaml"
-    config = bench_config(args.policy, options, plain_port, three_port, upstream_port, demo)
-    config_path.write_text(config, encoding="utf-8")
+    baseline_path: Path | None = args.baseline_policy
+    if args.without_classifier:
+        from bench_safety import without_classifier
+
+        document = without_classifier(yaml.safe_load(args.policy.read_text(encoding="utf-8")))
+        baseline_path = Path(tmp.name) / f"{args.policy.stem}-without-classifier.yaml"
+        baseline_path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
 
     logs: list[str] = []
-    stack = Stack(
-        StackConfig(
-            policy=args.policy.resolve(),
-            envoy=options,
-            upstream_overrides=demo,
-            envoy_config=config_path,
-            demo_upstreams=bool(demo),
-            stream_delay_ms=0,
-            env={
-                "VSR_LOGGING__LEVEL": args.log_level,
-                "VSR_SERVER__WORKERS": str(args.workers),
-                "VSR_SERVER__EVENT_LOOP": args.event_loop,
-            },
-            envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
-        ),
-        sink=logs.append,
-    )
     print(f"starting Envoy + ext_proc server + upstream ({args.upstream}) ...", flush=True)
     started = time.perf_counter()
+    started_stacks: list[Stack] = []
     try:
-        stack.start()
+        main_stack = bench_stack(args.policy, args, Path(tmp.name) / "main", logs)
+        started_stacks.append(main_stack[0])
+        other = bench_stack(baseline_path, args, Path(tmp.name) / "baseline", logs) if baseline_path else None
     except Exception as exc:
+        for running in started_stacks:
+            running.stop()
         print("\n".join(logs[-40:]), file=sys.stderr)
         print(f"bench: could not start the stack: {exc}", file=sys.stderr)
+        tmp.cleanup()
         return 1
+    stack, options, plain_port, three_port = main_stack
     print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
     payloads_vsr = [
         build_request("127.0.0.1", options.listener_port, "/v1/chat/completions", json.dumps(r).encode())
@@ -222,19 +320,17 @@ def main() -> int:
         "ext_proc": stack.procs["extproc"].pid,
         "loadgen": None,
     }
+    comparison: Comparison | None = None
     try:
         *plain, plain_cpu = asyncio.run(measure(plain_port, payloads_plain, args, pids))
         *three, three_cpu = asyncio.run(measure(three_port, payloads_three, args, pids))
         *vsr, vsr_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
-        baseline: list[LoadResult] = []
-        if args.baseline_policy is not None:
-            stack.stop_process("extproc")
-            stack.config.policy = args.baseline_policy.resolve()
-            stack.start_server()
-            pids["ext_proc"] = stack.procs["extproc"].pid
-            *baseline, baseline_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
+        if other is not None:
+            comparison = compare(stack, other[0], args)
     finally:
         stack.stop()
+        if other is not None:
+            other[0].stop()
         tmp.cleanup()
 
     print()
@@ -246,8 +342,6 @@ def main() -> int:
     print(row("envoy (no ext_proc)", *plain))
     print(row("ext_proc, 3 messages", *three))
     print(row("ext_proc, 1 message", *vsr))
-    if baseline:
-        print(row("1 message, baseline pol", *baseline))
     base50 = plain[0].percentile_ms(50)
     errors = sum(r.errors for r in (*plain, *three, *vsr))
     print()
@@ -263,11 +357,9 @@ def main() -> int:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in cpu.items())
         print(f"CPU ms per request ({name}): {parts}; total {sum(cpu.values()):.3f}")
     print(f"server CPU per request, 1 message: {vsr_cpu['ext_proc']:.3f} ms (target <= 0.45); errors: {errors}")
-    if baseline:
-        print(
-            f"policy {args.policy.name} vs baseline {args.baseline_policy}: throughput "
-            f"{vsr[1].rps / baseline[1].rps if baseline[1].rps else 0:.0%} of the baseline's; server CPU "
-            f"{vsr_cpu['ext_proc']:.3f} vs {baseline_cpu['ext_proc']:.3f} ms per request"
+    if comparison is not None:
+        comparison.report(
+            args.policy.name, "without its classifier signals" if args.without_classifier else str(baseline_path)
         )
     load1 = os.getloadavg()[0]
     print(f"load average (1 min) at the end: {load1:.2f} on {os.cpu_count()} cores (others' work skews req/s)")
