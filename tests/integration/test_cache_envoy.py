@@ -149,6 +149,26 @@ def test_client_sent_cache_headers_are_stripped(stack: LoggedStack) -> None:
     assert reply.cache == "miss"
 
 
+# -- an answer too large to store: the server ends the store stream early, the client gets it all --
+
+
+@pytest.fixture(scope="module")
+def small_entries_stack() -> Iterator[LoggedStack]:
+    with running_stack(stack_config(VSR_CACHE__MAX_ENTRY_BYTES="256")) as running:
+        yield running
+
+
+def test_a_store_stream_closed_early_never_cuts_the_clients_answer(small_entries_stack: LoggedStack) -> None:
+    text = "Tell me a long story about the sea, the moon, the tides and the sailors who read them."
+    reply = post(small_entries_stack, text, stream=True)  # SSE well over 256 bytes, chunk after chunk
+    assert reply.status == 200 and reply.cache == "miss"
+    assert reply.body.rstrip().endswith(b"data: [DONE]") and f"you said: {text[:40]}" in reply.text()
+    time.sleep(0.5)
+    again = post(small_entries_stack, text, stream=True, cache_control="no-store")
+    assert again.cache == "miss" and again.body.rstrip().endswith(b"data: [DONE]")  # not stored, still whole
+    assert again.text() == reply.text()
+
+
 # -- the Milvus Lite store, with a short TTL -------------------------------------------------------
 
 
