@@ -197,6 +197,8 @@ class Comparison:
     baseline: list[LoadResult] = field(default_factory=list)
     policy_cpu_s: float = 0.0
     baseline_cpu_s: float = 0.0
+    policy_envoy_cpu_s: float = 0.0
+    baseline_envoy_cpu_s: float = 0.0
 
     def report(self, name: str, baseline_name: str) -> None:
         def total(results: list[LoadResult]) -> tuple[int, float]:
@@ -210,8 +212,9 @@ class Comparison:
             f"once): {n_p / t_p if t_p else 0:.0f} vs {n_b / t_b if t_b else 0:.0f} req/s, {overall:.0%} of the "
             f"baseline's throughput (median of rounds {statistics.median(ratios) if ratios else 0:.0%}; rounds: "
             + ", ".join(f"{x:.0%}" for x in ratios)
-            + f"); server CPU {self.policy_cpu_s * 1000 / max(1, n_p):.3f} vs "
-            f"{self.baseline_cpu_s * 1000 / max(1, n_b):.3f} ms per request; errors "
+            + f"); CPU ms per request, server {self.policy_cpu_s * 1000 / max(1, n_p):.3f} vs "
+            f"{self.baseline_cpu_s * 1000 / max(1, n_b):.3f}, Envoy {self.policy_envoy_cpu_s * 1000 / max(1, n_p):.3f} "
+            f"vs {self.baseline_envoy_cpu_s * 1000 / max(1, n_b):.3f}; errors "
             f"{sum(r.errors for r in self.policy + self.baseline)}"
         )
 
@@ -236,18 +239,20 @@ def compare(stack: Stack, baseline: Stack, args: argparse.Namespace) -> Comparis
     for r in range(args.rounds):
         order = (stack, baseline) if r % 2 == 0 else (baseline, stack)
         for s in order:
-            pid = s.procs["extproc"].pid
-            before = cpu_seconds(pid)
+            pid, envoy = s.procs["extproc"].pid, s.procs["envoy"].pid
+            before, envoy_before = cpu_seconds(pid), cpu_seconds(envoy)
             load = asyncio.run(
                 run_load("127.0.0.1", port[id(s)], payloads[id(s)], concurrency=args.concurrency, duration_s=round_s)
             )
-            spent = cpu_seconds(pid) - before
+            spent, envoy_spent = cpu_seconds(pid) - before, cpu_seconds(envoy) - envoy_before
             if s is stack:
                 result.policy.append(load)
                 result.policy_cpu_s += spent
+                result.policy_envoy_cpu_s += envoy_spent
             else:
                 result.baseline.append(load)
                 result.baseline_cpu_s += spent
+                result.baseline_envoy_cpu_s += envoy_spent
     return result
 
 
