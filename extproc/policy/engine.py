@@ -15,7 +15,7 @@ from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction, ToolRule
 from extproc.protocol.request import RoutingRequest
-from extproc.signals.base import SignalResult, SignalStatus
+from extproc.signals.base import Signal, SignalResult, SignalStatus
 
 ActionKind = Literal["route", "reject", "clarify", "error"]
 
@@ -69,6 +69,17 @@ def leaf_value(leaf: Leaf, result: SignalResult | None, on_error: str) -> Tri:
     """A leaf's truth value from its signal's result; unknown results follow `on_error`."""
     if result is None or not result.known:
         return Tri.TRUE if on_error == "match" else Tri.UNKNOWN
+    return _known_leaf_value(leaf, result)
+
+
+def _on_error_of(signals: Mapping[str, Signal], name: str) -> str:
+    """What an unknown result of `name` means (looked up only when a result is unknown: the hot
+    path decides on known results)."""
+    signal = signals.get(name)
+    return signal.on_error if signal is not None else "no_match"
+
+
+def _known_leaf_value(leaf: Leaf, result: SignalResult) -> Tri:
     if leaf.label is not None:
         score = result.labels.get(leaf.label)
         if score is None or score <= 0.0:
@@ -88,7 +99,7 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
     undecided decision are worth running next. This is what keeps OCR off requests that
     text already decided, and embeddings off requests a cheap prefilter cleared.
     """
-    on_error = {name: signal.on_error for name, signal in policy.signals.items()}
+    signals = policy.signals
     for decision in policy.decisions:
         pending: list[str] = []
 
@@ -98,7 +109,9 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
                 if leaf.signal not in pending:
                     pending.append(leaf.signal)
                 return Tri.UNKNOWN
-            return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
+            if result.known:
+                return _known_leaf_value(leaf, result)
+            return leaf_value(leaf, result, _on_error_of(signals, leaf.signal))
 
         verdict = value(decision.when, value_of)
         if verdict is Tri.TRUE:
@@ -121,14 +134,14 @@ def decide(
     because no decision needed it (the router's lazy dispatch), "on_error" when it should be
     treated as a failure of that signal (replaying a log under a policy with new signals).
     """
-    on_error = {name: signal.on_error for name, signal in policy.signals.items()}
+    signals = policy.signals
 
     # A signal with on_error=reject that could not answer rejects the request outright.
-    for name in policy.signals:
+    for name, signal in signals.items():
         signal_result = results.get(name)
         if signal_result is None and missing == "unknown":
             continue
-        if on_error[name] == "reject" and (signal_result is None or not signal_result.known):
+        if (signal_result is None or not signal_result.known) and signal.on_error == "reject":
             status = signal_result.status.value if signal_result is not None else "missing"
             return EngineResult(
                 action="reject",
@@ -142,9 +155,12 @@ def decide(
 
     def value_of(leaf: Leaf) -> Tri:
         result = results.get(leaf.signal)
-        if result is None and missing == "unknown":
-            return Tri.UNKNOWN
-        return leaf_value(leaf, result, on_error.get(leaf.signal, "no_match"))
+        if result is None:
+            if missing == "unknown":
+                return Tri.UNKNOWN
+        elif result.known:
+            return _known_leaf_value(leaf, result)
+        return leaf_value(leaf, result, _on_error_of(signals, leaf.signal))
 
     timed_out = {name for name, r in results.items() if r.status is SignalStatus.TIMEOUT}
 

@@ -76,6 +76,7 @@ class ExtProcServer:
             else None
         )
         self.tracer = build_tracer(settings.tracing)  # None (the default): OpenTelemetry is not imported
+        self.settler = heap.Settler()
         self.service = ExtProcService(
             inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer, tracer=self.tracer
         )
@@ -170,10 +171,12 @@ class ExtProcServer:
         if self.settings.reload.watch:
             self.reloader.start()
         self.service.router = router
-        # Models, policy and tables are loaded: out of the collector's sight (a model loaded
-        # later, on first use, is frozen once it is in, and a reload settles again).
+        # Models, policy and tables are loaded and no request has arrived yet: out of the
+        # collector's sight. A model loaded later, on first use, and a reload are settled at the
+        # next moment no stream is in flight (extproc.server.heap).
         heap.settle("router loaded")
-        router.models.on_load = lambda name: heap.settle(f"model {name} loaded")
+        router.models.on_load = lambda name: self.settler.request(f"model {name} loaded")
+        self.service.on_idle = self.settler.when_idle
         self.state = "serving"
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info(
@@ -198,7 +201,7 @@ class ExtProcServer:
     def _swapped(self, policy: CompiledPolicy) -> None:
         if self.decision_log is not None:
             self.decision_log.register_policy(policy)
-        heap.resettle("policy reloaded")
+        self.settler.request("policy reloaded", thaw=True)
 
     def _reloaded(self, result: ReloadResult) -> None:
         if self.metrics is not None:

@@ -42,7 +42,7 @@ import json
 import logging
 import posixpath
 import time
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -138,6 +138,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         self.cache = cache  # the semantic cache; None: no lookups, no stores
         self.in_flight = 0
         self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
+        self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
         stream = _Stream()
@@ -183,6 +184,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             self.in_flight -= 1
             if stream.trace is not None and tracer is not None:
                 tracer.finish(stream.trace, path=stream.path, request_id=stream.request_id)
+            if self.in_flight == 0 and not self._stores and self.on_idle is not None:
+                self.on_idle()
 
     # -- phases -------------------------------------------------------------------------------
 

@@ -414,3 +414,25 @@ async def test_one_message_for_a_path_we_do_not_route_is_left_untouched(harness:
     assert not replies[0].HasField("dynamic_metadata")
     router = harness.server.service.router
     assert isinstance(router, CountingRouter) and router.calls == []
+
+
+async def test_a_settle_asked_for_while_streams_run_waits_for_the_last_to_end(harness: Harness) -> None:
+    """A model loaded on first use, or a reload, asks for the heap to be frozen; freezing while
+    requests are in flight would make their cyclic garbage immortal, so it waits."""
+    import gc
+
+    try:
+        harness.server.settler.request("model test loaded")
+        call = harness.stub.Process()
+        await call.write(body_only_msg(chat("hello")))
+        assert (await call.read()).HasField("request_body")
+        assert harness.server.settler.pending == "model test loaded"  # a stream is still open
+        await call.done_writing()
+        assert await call.read() is grpc.aio.EOF
+        for _ in range(100):
+            if harness.server.settler.pending is None:
+                break
+            await asyncio.sleep(0.02)
+        assert harness.server.settler.pending is None and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

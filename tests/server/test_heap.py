@@ -1,5 +1,6 @@
-"""extproc.server.heap: what the server loads is frozen out of the collector's sight, and a reload
-thaws it so that cycles among replaced objects are still freed."""
+"""extproc.server.heap: what the server loads is frozen out of the collector's sight, a reload
+thaws it so that cycles among replaced objects are still freed, and a settle asked for while
+requests run waits for a quiet moment."""
 
 from __future__ import annotations
 
@@ -50,3 +51,22 @@ def test_settle_collects_garbage_before_freezing() -> None:
     del node  # garbage already: it must not be frozen in
     heap.settle("test")
     assert alive() is None
+
+
+def test_the_settler_waits_for_a_quiet_moment_and_thaws_on_reload() -> None:
+    settler = heap.Settler()
+    settler.when_idle()  # nothing asked for: nothing done
+    assert gc.get_freeze_count() == 0
+    settler.request("model ocr loaded")
+    node = Node()
+    alive = weakref.ref(node)
+    assert gc.get_freeze_count() == 0  # asked for, not done: requests may be in flight
+    settler.when_idle()
+    assert gc.get_freeze_count() > 0 and settler.pending is None
+    del node
+    gc.collect()
+    assert alive() is not None  # frozen in by the settle
+    settler.request("policy reloaded", thaw=True)
+    settler.request("model vision loaded")  # a later plain request keeps the pending thaw
+    settler.when_idle()
+    assert alive() is None and gc.get_freeze_count() > 0
