@@ -267,7 +267,9 @@ def main() -> int:
     parser.add_argument("--upstream", choices=["direct", "demo"], default="direct")
     parser.add_argument("--log-level", default="INFO", help="server log level (DEBUG logs every route)")
     parser.add_argument("--workers", type=int, default=1, help="ext_proc server processes (serve --workers)")
-    parser.add_argument("--event-loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="server.event_loop")
+    parser.add_argument(
+        "--event-loop", choices=["auto", "asyncio", "uvloop"], default="asyncio", help="server.event_loop"
+    )
     parser.add_argument(
         "--baseline-policy",
         type=Path,

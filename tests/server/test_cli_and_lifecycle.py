@@ -117,8 +117,9 @@ def test_event_loop_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     import uvloop
 
     from extproc.server.app import event_loop_factory
-    from extproc.settings import SettingsError
+    from extproc.settings import Settings, SettingsError
 
+    assert Settings().server.event_loop == "asyncio"  # the default (docs/running.md: memory under load)
     assert event_loop_factory("asyncio") is None
     assert event_loop_factory("auto") is uvloop.new_event_loop
     assert event_loop_factory("uvloop") is uvloop.new_event_loop
