@@ -25,8 +25,10 @@ one `ProcessingResponse`:
 
 **The cache's store phase** (one-message flow, `cache` set): on routes whose decision carries a
 cache ticket, a second ext_proc filter in observability mode streams the upstream's response
-headers and body here without waiting for answers; we answer nothing, reassemble the body and
-store it in the background (`extproc.cache.service`). A cache hit is answered at the request
+body here (the first chunk with the status as an attribute; older configs send the response
+headers first) without waiting for answers; we answer nothing, reassemble the body, store it in
+the background (`extproc.cache.service`) and end the stream once the answer is complete or
+cannot be stored (else Envoy holds it open for its deferred-close timeout). A cache hit is answered at the request
 body like a reject: an immediate response, the upstream never called.
 
 Tracing (`tracer`, None unless `tracing.enabled`): a stream keeps a `StreamTrace` (its start, the W3C
