@@ -65,21 +65,13 @@ class EngineResult:
         return cls(action="error", decision=None, status=exc.status, error=exc)
 
 
-def leaf_value(leaf: Leaf, result: SignalResult | None, on_error: str) -> Tri:
-    """A leaf's truth value from its signal's result; unknown results follow `on_error`."""
+def leaf_value(leaf: Leaf, result: SignalResult | None, signals: Mapping[str, Signal]) -> Tri:
+    """A leaf's truth value from its signal's result; an unknown result follows the signal's
+    `on_error`, looked up in `signals` only then (the hot path decides on known results)."""
     if result is None or not result.known:
+        signal = signals.get(leaf.signal)
+        on_error = signal.on_error if signal is not None else "no_match"
         return Tri.TRUE if on_error == "match" else Tri.UNKNOWN
-    return _known_leaf_value(leaf, result)
-
-
-def _on_error_of(signals: Mapping[str, Signal], name: str) -> str:
-    """What an unknown result of `name` means (looked up only when a result is unknown: the hot
-    path decides on known results)."""
-    signal = signals.get(name)
-    return signal.on_error if signal is not None else "no_match"
-
-
-def _known_leaf_value(leaf: Leaf, result: SignalResult) -> Tri:
     if leaf.label is not None:
         score = result.labels.get(leaf.label)
         if score is None or score <= 0.0:
@@ -109,9 +101,7 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
                 if leaf.signal not in pending:
                     pending.append(leaf.signal)
                 return Tri.UNKNOWN
-            if result.known:
-                return _known_leaf_value(leaf, result)
-            return leaf_value(leaf, result, _on_error_of(signals, leaf.signal))
+            return leaf_value(leaf, result, signals)
 
         verdict = value(decision.when, value_of)
         if verdict is Tri.TRUE:
@@ -155,12 +145,9 @@ def decide(
 
     def value_of(leaf: Leaf) -> Tri:
         result = results.get(leaf.signal)
-        if result is None:
-            if missing == "unknown":
-                return Tri.UNKNOWN
-        elif result.known:
-            return _known_leaf_value(leaf, result)
-        return leaf_value(leaf, result, _on_error_of(signals, leaf.signal))
+        if result is None and missing == "unknown":
+            return Tri.UNKNOWN
+        return leaf_value(leaf, result, signals)
 
     timed_out = {name for name, r in results.items() if r.status is SignalStatus.TIMEOUT}
 
@@ -289,15 +276,13 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
     return None
 
 
-
 def decide_tool_call(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> ToolRule | None:
     """The first tool rule, by priority, that is true for one tool call's signal results (None:
     no rule fired). Unknown results follow each signal's `on_error`, as for requests: safety
     signals fail closed, so a detector that could not run counts as a match."""
-    on_error = {name: signal.on_error for name, signal in policy.tool_signals.items()}
 
     def value_of(leaf: Leaf) -> Tri:
-        return leaf_value(leaf, results.get(leaf.signal), on_error.get(leaf.signal, "no_match"))
+        return leaf_value(leaf, results.get(leaf.signal), policy.tool_signals)
 
     for rule in policy.tool_rules:  # highest priority first
         truth, _ = evaluate(rule.when, value_of)

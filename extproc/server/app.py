@@ -289,7 +289,7 @@ def event_loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] |
     except ImportError:
         if choice == "uvloop":
             raise SettingsError(
-                "server.event_loop is uvloop, but uvloop is not installed (pip install uvloop)"
+                "server.event_loop is uvloop, but uvloop is not installed (the extproc[uvloop] extra)"
             ) from None
         return None
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
