@@ -685,6 +685,21 @@ def loaded_models(stack: Stack) -> str:
     return ", ".join(f"{name}={'loaded' if float(v) else 'unavailable'}" for name, v in found) or "(none yet)"
 
 
+def cache_counts(stack: Stack) -> Counter[str]:
+    """The server's semantic-cache lookup and store counters (admin /metrics), keyed by their labels."""
+    import httpx
+
+    port = stack.config.env["VSR_SERVER__ADMIN_PORT"]
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return Counter()
+    found: list[tuple[str, str, str]] = re.findall(
+        r"^vsr_semantic_cache_(lookups|stores)(?:_total)?\{([^}]*)\} ([0-9.e+]+)$", text, re.M
+    )
+    return Counter({f"{family}{{{labels}}}": int(float(value)) for family, labels, value in found})
+
+
 def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
     import httpx
 
@@ -742,7 +757,8 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
             # Misses (each prompt once, one tenant: lookups scan the tenant's growing entry set),
             # each followed, once stored, by repeats of the same request: exact hits; beside the
             # same request to the cache-off stack.
-            # admission: repeat stores a question the second time it is asked: one more miss first.
+            # admission: repeat stores a question the second time it is asked: one more miss first
+            # (adaptive stores it the first time here: one request at a time leaves the loop idle).
             asks_to_store = 2 if args.admission == "repeat" else 1
             for text in latency_prompts:
                 if time.monotonic() > deadline:
@@ -773,6 +789,7 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
         for stack in (stack_on, stack_off):
             wait_idle(stack.procs["extproc"].pid)
         starts = list(range(0, len(tput_prompts), size))
+        counts_before = cache_counts(stack_on)
         for r, (tenants, first) in enumerate((p, f) for p in range(args.passes) for f in starts):
             chunk = tput_prompts[first : first + size]
             for name, stack in (("cache on", stack_on), ("cache off", stack_off)):
@@ -784,6 +801,8 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
                     f"with the store drain ({part.drain_s:.2f}s; {len(part.timed.ms)} requests)",
                     flush=True,
                 )
+        counts = cache_counts(stack_on)
+        counts.subtract(counts_before)
         print(f"  cache on  models after: {loaded_models(stack_on)}")
         print(f"  cache off models after: {loaded_models(stack_off)}")
 
@@ -804,12 +823,16 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
     print(
         f"  est. {share:.0%} of the cache-on misses ran a MiniLM verification (an earlier prompt of the tenant "
         f"over the candidate floor {default_t - margin:.2f}; {share_wider:.0%} with margin {margin + 0.05:.2f}); "
-        + (
-            "every miss is stored"
-            if args.admission == "first"
-            else "admission: repeat, so only those misses (an earlier prompt passed the candidate stage) are stored"
-        )
+        + {
+            "first": "every miss is stored",
+            "repeat": "admission: repeat, so only those misses (an earlier prompt passed the candidate stage) "
+            "are stored",
+            "adaptive": "admission: adaptive, so while the server's loop is busy only those misses are stored",
+        }[args.admission]
     )
+    stored = counts['stores{result="stored"}']
+    unstored = counts['lookups{outcome="miss",reason="first_sight"}']
+    print(f"  cache on, throughput phase: {stored} answers stored, {unstored} misses not stored (first sightings)")
     print(
         "  (answered: requests / time to the last answer; sustained: requests / (that + the time the server "
         "then stayed busy, i.e. the background stores))"
@@ -864,9 +887,10 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print each semantic-hit probe")
     parser.add_argument(
         "--admission",
-        choices=["first", "repeat"],
-        default="first",
-        help="the cache-on stack's cache.admission (repeat: a question is stored when asked the second time)",
+        choices=["adaptive", "first", "repeat"],
+        default="adaptive",
+        help="the cache-on stack's cache.admission (repeat: a question is stored when asked the second time; "
+        "adaptive, the default: the first time while the server has headroom, the second while it is busy)",
     )
     parser.add_argument("--requests", type=int, default=None, help="throughput requests (default 400; quick 128)")
     parser.add_argument(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
-from extproc.cache.admission import Sightings
+from extproc.cache.admission import LoopLoad, Sightings
 from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.cache.backends import CacheBackend, CacheEntry, FloatArray, MemoryCache
 from extproc.cache.embedding import StaticEmbedder
@@ -99,7 +99,8 @@ class SemanticCache:
         self.executor = executor
         self.clock = clock
         self.counters = CacheCounters()
-        self.sightings = Sightings(settings.admission_window) if settings.admission == "repeat" else None
+        self.sightings = Sightings(settings.admission_window) if settings.admission != "first" else None
+        self.load = LoopLoad() if settings.admission == "adaptive" else None
         self.on_lookup: Callable[[str, float], None] | None = None  # (state, seconds), for metrics
 
     # -- request phase --------------------------------------------------------------------
@@ -177,8 +178,11 @@ class SemanticCache:
         return best
 
     def _admitted(self, key: CacheKey, similarity: float) -> bool:
-        """Whether a miss is to be stored (always, unless `admission: repeat`)."""
+        """Whether a miss is to be stored: always under `admission: first`, and under
+        `adaptive` while the loop has headroom; otherwise only what was seen before."""
         if self.sightings is None:
+            return True
+        if self.load is not None and self.load.read() < self.settings.admission_busy:
             return True
         floor = similarity - self.settings.candidate_margin
         return self.sightings.seen_before(key, self.static.embed(key.query), floor)

@@ -371,4 +371,13 @@ class SemanticCacheMetrics:
         latency = _histograms(
             "vsr_semantic_cache_lookup_seconds", "Lookup latency by outcome", ["outcome"], self.latency
         )
-        return [lookups, stores, evictions, saved, held, held_bytes, latency]
+        families = [lookups, stores, evictions, saved, held, held_bytes, latency]
+        if self.cache.load is not None:  # admission: adaptive
+            busy = GaugeMetricFamily(
+                "vsr_semantic_cache_admission_loop_busy",
+                "Share of the last window the event loop spent on a CPU; at or over admission_busy, "
+                "only repeated questions are stored",
+            )
+            busy.add_metric([], self.cache.load.share)
+            families.append(busy)
+        return families

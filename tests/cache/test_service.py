@@ -50,7 +50,9 @@ def clock() -> Clock:
 @pytest.fixture
 def setup(make_router: Callable[..., Router], minilm: TextEmbedder, clock: Clock) -> Iterator[tuple[Router, SemanticCache]]:
     router = make_router(POLICY)
-    cache = SemanticCache(CacheSettings(), MemoryCache(1000, 10_000_000), minilm, clock=clock)
+    # admission: first, so that these tests of lookup and store never depend on how busy this
+    # thread (which runs MiniLM inline here) happens to be; adaptive admission has tests below.
+    cache = SemanticCache(CacheSettings(admission="first"), MemoryCache(1000, 10_000_000), minilm, clock=clock)
     yield router, cache
     cache.close()
 
@@ -236,7 +238,44 @@ async def test_admission_repeat_stores_only_what_was_asked_before(
         cache.close()
 
 
-async def test_admission_first_is_the_default_and_stores_every_miss(setup: tuple[Router, SemanticCache]) -> None:
+async def test_admission_first_stores_every_miss(setup: tuple[Router, SemanticCache]) -> None:
     router, cache = setup
-    assert cache.settings.admission == "first" and cache.sightings is None
+    assert cache.settings.admission == "first" and cache.sightings is None and cache.load is None
     assert (await ask(router, cache, chat("A question asked exactly once"))).ticket is not None
+
+
+class FakeLoad:
+    """Stands in for LoopLoad: the share the test says."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+
+    def read(self) -> float:
+        return self.share
+
+
+async def test_admission_adaptive_is_the_default_first_when_idle_repeat_when_busy(
+    make_router: Callable[..., Router], minilm: TextEmbedder, clock: Clock
+) -> None:
+    assert CacheSettings().admission == "adaptive" and CacheSettings().admission_busy == 0.5
+    router = make_router(POLICY)
+    cache = SemanticCache(CacheSettings(), MemoryCache(1000, 10_000_000), minilm, clock=clock)
+    load = FakeLoad(0.1)
+    cache.load = load  # type: ignore[assignment]
+    try:
+        # Headroom: a question asked once is stored, and the second ask hits.
+        await ask_and_answer(router, cache, chat("What is the capital of France?"), "Paris.")
+        assert (await ask(router, cache, chat("What is the capital of France?"))).state == "hit"
+        # Busy: a first sighting gets no ticket (no store phase) ...
+        load.share = 0.5
+        first = await ask(router, cache, chat("How do I sort a list in Python?"))
+        assert (first.state, first.reason, first.ticket) == ("miss", "first_sight", None)
+        # ... the second ask, still busy, is admitted, and the third is a hit.
+        await ask_and_answer(router, cache, chat("How do I sort a list in Python?"), "sorted(xs)")
+        assert (await ask(router, cache, chat("How do I sort a list in Python?"))).state == "hit"
+        # Back to headroom: every miss is stored again.
+        load.share = 0.49
+        assert (await ask(router, cache, chat("Who painted the Mona Lisa?"))).ticket is not None
+        assert cache.counters.lookups[("miss", "first_sight")] == 1
+    finally:
+        cache.close()
