@@ -244,12 +244,12 @@ class CacheSettings(_Section):
     candidate_margin: float = Field(default=0.15, ge=0.0, le=1.0)
     # first: store every complete answer. repeat: store only what was already asked once (the
     # same request, or one that passes the candidate stage), sparing unique traffic the store
-    # phase; the cost is one more miss per repeated question. adaptive: first while the event
-    # loop is busy less than admission_busy of the time, repeat while it is busier (a store is
-    # optional work; under saturation it costs a third of the throughput). See
-    # extproc.cache.admission.
+    # phase; the cost is one more miss per repeated question. adaptive: first while the server
+    # has headroom, repeat while its event loop works, or the CPU (cgroup quota, else host) is
+    # in use, at least admission_busy of the time (a store is optional work; on a saturated
+    # router it costs about a third of the throughput). See extproc.cache.admission.
     admission: Literal["first", "repeat", "adaptive"] = "adaptive"
-    admission_busy: float = Field(default=0.5, gt=0.0, le=1.0)  # loop CPU share that counts as busy
+    admission_busy: float = Field(default=0.8, gt=0.0, le=1.0)
     admission_window: int = Field(default=10_000, ge=1)  # first sightings remembered (per process)
 
 

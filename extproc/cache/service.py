@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 
-from extproc.cache.admission import LoopLoad, Sightings
+from extproc.cache.admission import ServerLoad, Sightings
 from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.cache.backends import CacheBackend, CacheEntry, FloatArray, MemoryCache
 from extproc.cache.embedding import StaticEmbedder
@@ -100,7 +100,7 @@ class SemanticCache:
         self.clock = clock
         self.counters = CacheCounters()
         self.sightings = Sightings(settings.admission_window) if settings.admission != "first" else None
-        self.load = LoopLoad() if settings.admission == "adaptive" else None
+        self.load = ServerLoad() if settings.admission == "adaptive" else None
         self.on_lookup: Callable[[str, float], None] | None = None  # (state, seconds), for metrics
 
     # -- request phase --------------------------------------------------------------------

@@ -374,9 +374,9 @@ class SemanticCacheMetrics:
         families = [lookups, stores, evictions, saved, held, held_bytes, latency]
         if self.cache.load is not None:  # admission: adaptive
             busy = GaugeMetricFamily(
-                "vsr_semantic_cache_admission_loop_busy",
-                "Share of the last window the event loop spent on a CPU; at or over admission_busy, "
-                "only repeated questions are stored",
+                "vsr_semantic_cache_admission_load",
+                "Server load as adaptive admission reads it (the event loop's working share or the CPU in "
+                "use, the larger); at or over cache.admission_busy only repeated questions are stored",
             )
             busy.add_metric([], self.cache.load.share)
             families.append(busy)

@@ -245,7 +245,7 @@ async def test_admission_first_stores_every_miss(setup: tuple[Router, SemanticCa
 
 
 class FakeLoad:
-    """Stands in for LoopLoad: the share the test says."""
+    """Stands in for ServerLoad: the share the test says."""
 
     def __init__(self, share: float) -> None:
         self.share = share
@@ -257,7 +257,7 @@ class FakeLoad:
 async def test_admission_adaptive_is_the_default_first_when_idle_repeat_when_busy(
     make_router: Callable[..., Router], minilm: TextEmbedder, clock: Clock
 ) -> None:
-    assert CacheSettings().admission == "adaptive" and CacheSettings().admission_busy == 0.5
+    assert CacheSettings().admission == "adaptive" and CacheSettings().admission_busy == 0.8
     router = make_router(POLICY)
     cache = SemanticCache(CacheSettings(), MemoryCache(1000, 10_000_000), minilm, clock=clock)
     load = FakeLoad(0.1)
@@ -267,15 +267,40 @@ async def test_admission_adaptive_is_the_default_first_when_idle_repeat_when_bus
         await ask_and_answer(router, cache, chat("What is the capital of France?"), "Paris.")
         assert (await ask(router, cache, chat("What is the capital of France?"))).state == "hit"
         # Busy: a first sighting gets no ticket (no store phase) ...
-        load.share = 0.5
+        load.share = 0.8
         first = await ask(router, cache, chat("How do I sort a list in Python?"))
         assert (first.state, first.reason, first.ticket) == ("miss", "first_sight", None)
         # ... the second ask, still busy, is admitted, and the third is a hit.
         await ask_and_answer(router, cache, chat("How do I sort a list in Python?"), "sorted(xs)")
         assert (await ask(router, cache, chat("How do I sort a list in Python?"))).state == "hit"
         # Back to headroom: every miss is stored again.
-        load.share = 0.49
+        load.share = 0.79
         assert (await ask(router, cache, chat("Who painted the Mona Lisa?"))).ticket is not None
         assert cache.counters.lookups[("miss", "first_sight")] == 1
     finally:
         cache.close()
+
+
+async def test_metrics_count_first_sightings_and_show_the_load_adaptive_admission_reads(
+    make_router: Callable[..., Router], minilm: TextEmbedder, clock: Clock
+) -> None:
+    from extproc.observability.metrics import SemanticCacheMetrics
+
+    def samples(metrics: SemanticCacheMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value for family in metrics.collect() for s in family.samples
+        }
+
+    router = make_router(POLICY)
+    adaptive = SemanticCache(CacheSettings(), MemoryCache(1000, 10_000_000), minilm, clock=clock)
+    first = SemanticCache(CacheSettings(admission="first"), MemoryCache(1000, 10_000_000), minilm, clock=clock)
+    try:
+        adaptive.load = FakeLoad(0.9)  # type: ignore[assignment]
+        await ask(router, adaptive, chat("Name a prime number."))
+        found = samples(SemanticCacheMetrics(adaptive))
+        assert found[("vsr_semantic_cache_admission_load", ())] == 0.9
+        assert found[("vsr_semantic_cache_lookups_total", (("outcome", "miss"), ("reason", "first_sight")))] == 1
+        assert not any(name == "vsr_semantic_cache_admission_load" for name, _ in samples(SemanticCacheMetrics(first)))
+    finally:
+        adaptive.close()
+        first.close()

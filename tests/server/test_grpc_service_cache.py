@@ -119,9 +119,15 @@ async def observe(harness: Harness, messages: list[Any]) -> list[Any]:
     return [reply async for reply in call]
 
 
+def store_first(settings: Settings) -> None:
+    """admission: first, so that a store never depends on how busy this machine is (the default,
+    adaptive, has tests of its own in tests/cache)."""
+    settings.cache.admission = "first"
+
+
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
-    server, channel = await start(policy=POLICY)
+    server, channel = await start(policy=POLICY, configure=store_first)
     yield Harness(server, channel)
     await channel.close()
     await server.stop()
