@@ -13,6 +13,11 @@ Reported per path: p50 / p99 latency with one request at a time, then req/s at
 `--concurrency` connections, with errors (any non-200 or transport failure). Targets on
 2 CPU cores: <= 1.5 ms p50 added, >= 1,500 req/s, 0 errors.
 
+`--floor` also measures the floor of Python gRPC: a second stack whose ext_proc server is
+`bench/floor_servicer.py` (a bare grpc.aio servicer that routes every body to the default cluster
+without reading it, with the real server's response message), in the same run: its share of
+Envoy alone is the most any Python grpcio ext_proc server can reach on this machine.
+
 `--without-classifier` (or `--baseline-policy P`) also compares the policy with a baseline: a
 second stack (its own Envoy and server) on the baseline, both up at once, then `--rounds`
 throughput rounds of each in alternation, so the host's other load weighs on both alike.
@@ -156,8 +161,22 @@ async def measure(
     return latency, throughput, cpu
 
 
+class FloorStack(Stack):
+    """A bench stack whose ext_proc server is bench/floor_servicer.py, routing every body to the
+    policy's default cluster."""
+
+    def start_server(self, deadline: float | None = None) -> None:
+        cfg = self.config
+        deadline = deadline if deadline is not None else time.monotonic() + cfg.start_timeout_s
+        cluster = default_cluster_of(cfg.policy, upstreams_from_policy(cfg.policy, None))
+        cmd = [sys.executable, str(Path(__file__).resolve().parent / "floor_servicer.py")]
+        cmd += ["--host", cfg.envoy.ext_proc_host, "--port", str(cfg.envoy.ext_proc_port), "--cluster", cluster]
+        self._spawn("extproc", cmd)
+        self._wait(deadline, "floor servicer (gRPC health SERVING)", self.server_serving)
+
+
 def bench_stack(
-    policy: Path, args: argparse.Namespace, workdir: Path, logs: list[str]
+    policy: Path, args: argparse.Namespace, workdir: Path, logs: list[str], kind: type[Stack] = Stack
 ) -> tuple[Stack, EnvoyOptions, int, int]:
     """A started stack for `policy`: Envoy with the bench listeners, the server, the upstream."""
     options = EnvoyOptions(
@@ -168,7 +187,7 @@ def bench_stack(
     workdir.mkdir(parents=True, exist_ok=True)
     config_path = workdir / "envoy.yaml"
     config_path.write_text(bench_config(policy, options, plain_port, three_port, upstream_port, demo), encoding="utf-8")
-    stack = Stack(
+    stack = kind(
         StackConfig(
             policy=policy.resolve(),
             envoy=options,
@@ -282,6 +301,11 @@ def main() -> int:
         help="the baseline is --policy with its classifier signals and the rule leaves reading them removed",
     )
     parser.add_argument("--rounds", type=int, default=6, help="interleaved throughput rounds per policy")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure a bare Python grpc.aio ext_proc servicer (bench/floor_servicer.py) on a second stack",
+    )
     args = parser.parse_args()
     if args.baseline_policy is not None and args.without_classifier:
         parser.error("--baseline-policy or --without-classifier, not both")
@@ -303,6 +327,9 @@ def main() -> int:
         main_stack = bench_stack(args.policy, args, Path(tmp.name) / "main", logs)
         started_stacks.append(main_stack[0])
         other = bench_stack(baseline_path, args, Path(tmp.name) / "baseline", logs) if baseline_path else None
+        if other is not None:
+            started_stacks.append(other[0])
+        floor = bench_stack(args.policy, args, Path(tmp.name) / "floor", logs, FloorStack) if args.floor else None
     except Exception as exc:
         for running in started_stacks:
             running.stop()
@@ -332,12 +359,27 @@ def main() -> int:
         *plain, plain_cpu = asyncio.run(measure(plain_port, payloads_plain, args, pids))
         *three, three_cpu = asyncio.run(measure(three_port, payloads_three, args, pids))
         *vsr, vsr_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
+        floor_result: tuple[LoadResult, LoadResult, dict[str, float]] | None = None
+        if floor is not None:
+            floor_stack, floor_options = floor[0], floor[1]
+            payloads_floor = [
+                build_request("127.0.0.1", floor_options.listener_port, "/v1/chat/completions", json.dumps(r).encode())
+                for r in TEXT_REQUESTS
+            ]
+            floor_pids: dict[str, int | None] = {
+                "envoy": floor_stack.procs["envoy"].pid,
+                "ext_proc": floor_stack.procs["extproc"].pid,
+                "loadgen": None,
+            }
+            floor_result = asyncio.run(measure(floor_options.listener_port, payloads_floor, args, floor_pids))
         if other is not None:
             comparison = compare(stack, other[0], args)
     finally:
         stack.stop()
         if other is not None:
             other[0].stop()
+        if floor is not None:
+            floor[0].stop()
         tmp.cleanup()
 
     print()
@@ -349,10 +391,14 @@ def main() -> int:
     print(row("envoy (no ext_proc)", *plain))
     print(row("ext_proc, 3 messages", *three))
     print(row("ext_proc, 1 message", *vsr))
+    floor_paths: list[tuple[str, list[LoadResult]]] = []
+    if floor_result is not None:
+        print(row("bare servicer (floor)", floor_result[0], floor_result[1]))
+        floor_paths.append(("floor", [floor_result[0], floor_result[1]]))
     base50 = plain[0].percentile_ms(50)
     errors = sum(r.errors for r in (*plain, *three, *vsr))
     print()
-    for name, result in (("3 messages", three), ("1 message", vsr)):
+    for name, result in (("3 messages", three), ("1 message", vsr), *floor_paths):
         added = result[0].percentile_ms(50) - base50
         added99 = result[0].percentile_ms(99) - plain[0].percentile_ms(99)
         share = result[1].rps / plain[1].rps if plain[1].rps else 0.0
@@ -360,7 +406,10 @@ def main() -> int:
             f"{name:<11} added p50 {added:.3f} ms ({added / base50 if base50 else 0:.2f}x Envoy alone's p50; "
             f"target <= 2x), added p99 {added99:.3f} ms; throughput {share:.0%} of Envoy alone (target >= 35%)"
         )
-    for name, cpu in (("no ext_proc", plain_cpu), ("3 messages", three_cpu), ("1 message", vsr_cpu)):
+    cpus = [("no ext_proc", plain_cpu), ("3 messages", three_cpu), ("1 message", vsr_cpu)]
+    if floor_result is not None:
+        cpus.append(("bare servicer, the floor", floor_result[2]))
+    for name, cpu in cpus:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in cpu.items())
         print(f"CPU ms per request ({name}): {parts}; total {sum(cpu.values()):.3f}")
     print(f"server CPU per request, 1 message: {vsr_cpu['ext_proc']:.3f} ms (target <= 0.45); errors: {errors}")
