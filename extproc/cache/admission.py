@@ -13,9 +13,9 @@ on Envoy) plus memory, and most LLM traffic is never repeated. Three modes:
 - `adaptive` (the default) is `first` while the router has headroom and `repeat` while it is
   busy: a store is optional work, and a saturated router that stores every one-off answer
   gives up about a third of its throughput to the store phase (bench/bench_cache.py). "Busy"
-  (`ServerLoad`) is the event loop working, or the CPU (the cgroup's quota, else the host's)
-  in use, for at least `admission_busy` of the recent time; only busy-time first sightings
-  are remembered.
+  (`ServerLoad`) is the event loop working, this process using a core, or the CPU (the
+  cgroup's quota, else the host's) in use, for at least `admission_busy` of the recent time;
+  only busy-time first sightings are remembered.
 
 Sightings are bounded by `admission_window` (least recently seen go first) and are per
 process: each worker and each replica keeps its own.
@@ -172,13 +172,24 @@ def cpu_counter(cgroup: Path = Path("/sys/fs/cgroup"), proc_stat: Path = Path("/
     return host_ticks
 
 
+def process_counter() -> tuple[float, float]:
+    """This process's CPU time against one core: a Python server's handlers share one GIL, so
+    a process using most of a core is saturated however many cores the host has (on a large
+    host the CPU counter alone would never read busy)."""
+    return time.process_time(), time.monotonic()
+
+
 class ServerLoad:
     """How busy the server is, for work that is optional (a speculative cache store): over
-    windows of at least `window_s`, the larger of two shares, the event loop's working time
-    (`loop_counter`) and the CPU in use (`cpu_counter`: a loop can idle while the host's CPUs
-    are saturated by Envoy and the rest, and every store costs CPU there too); reported as the
-    lower of the last two closed windows, so that one busy stretch (a model loading on first
-    use, a policy reload) does not read as load.
+    windows of at least `window_s`, the largest of three shares, the event loop's working time
+    (`loop_counter`), this process's CPU against one core (`process_counter`), and the CPU in
+    use (`cpu_counter`: the host's CPUs can be saturated by Envoy and the rest while this
+    process waits for them, and every store costs CPU there too); reported as the lower of the
+    last two closed windows, so that one busy stretch (a model loading on first use, a policy
+    reload) does not read as load.
+
+    Measured under bench_cache's saturation on 2 cores: the loop's share stays low (its waits
+    for the GIL count as idle), the process's and the host's read busy.
 
     The first reading, on the loop, sets up the counters and opens the first window, so
     start-up work is never counted. A window is closed by the first reading after it ends, so
@@ -204,7 +215,7 @@ class ServerLoad:
         now = self._wall()
         if self._window_started is None:
             if self._counters is None:
-                self._counters = [loop_counter(), cpu_counter()]
+                self._counters = [loop_counter(), process_counter, cpu_counter()]
             self._window_started, self._marks = now, [count() for count in self._counters]
             return self.share
         if now - self._window_started >= self.window_s:

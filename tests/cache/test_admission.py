@@ -184,3 +184,18 @@ def test_without_a_quota_the_cpu_counter_reads_the_host(tmp_path: Path) -> None:
         spin(0.1)
         b1, t1 = real()
         assert t1 > t0 and 0.0 <= (b1 - b0) / (t1 - t0) <= 1.0
+
+
+def test_the_process_counter_reads_this_processs_cpu_against_one_core() -> None:
+    from extproc.cache.admission import process_counter
+
+    load = ServerLoad(0.05, counters=[process_counter])
+    load.read()
+    for _ in range(3):
+        time.sleep(0.06)
+        load.read()
+    assert load.read() < 0.3
+    for _ in range(3):
+        spin(0.06)
+        load.read()
+    assert load.read() > 0.3  # this thread on a CPU (when the shared machine lets it)
