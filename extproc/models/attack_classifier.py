@@ -4,8 +4,12 @@ Stage 1, lexical (inline on every request, pure numpy): the text is lower-cased,
 whitespace collapsed, long texts keep a head and a tail; every character n-gram (n from
 `ngram_min` to `ngram_max`, over Unicode code points, so Chinese, Hindi or Korean text is
 covered like English) is hashed into a fixed number of buckets; bucket counts become
-sublinear term frequencies (1 + ln tf), L2-normalised; a logistic regression gives the
-probability `p` that the text is an attack.
+sublinear term frequencies (1 + ln tf), L2-normalised. Beside them, in a block of their
+own, n-grams of the text's *shape* (case kept; letters, digits and other scripts folded to
+one symbol each, punctuation kept: "ggplotCharField @{" -> "aaaaaaAaaaAaaaa @{"), which see
+the mixed-case, bracket-heavy fragments of optimised adversarial suffixes that lower-cased
+character n-grams read as ordinary words; that block is normalised to `shape_weight`. A
+logistic regression over both blocks gives the probability `p` that the text is an attack.
 
 The hash is stable across processes and machines (no salted `hash()`): for an n-gram of
 code points c_0 .. c_{n-1}, h = sum_k (c_k + 1) * M^(n-1-k) mod 2^64, then
@@ -42,7 +46,7 @@ DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "attack_clas
 LEXICAL_FILE = "lexical.safetensors"
 HEAD_FILE = "embedding_head.safetensors"
 META_FILE = "meta.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the lexical weights carry a shape n-gram block after the character block
 EMBEDDING_DIM = 384
 
 FloatArray = npt.NDArray[np.float32]
@@ -63,14 +67,20 @@ class AttackClassifierError(ModelUnavailable):
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
-    """How a text becomes hashed character n-gram features."""
+    """How a text becomes hashed features: character n-grams of the lower-cased text, and
+    (when `shape_bits` > 0) n-grams of its case-preserving *shape* in a block of their own."""
 
-    bits: int = 18  # 2**bits buckets
+    bits: int = 18  # 2**bits buckets for the character n-grams
     ngram_min: int = 1
     ngram_max: int = 5
     head_chars: int = 1536  # long texts keep their first head_chars and last tail_chars characters
     tail_chars: int = 512
     nfkc: bool = True  # Unicode NFKC first: full-width letters and punctuation fold to ASCII
+    # Shape n-grams (see `shape_codes`): 2**shape_bits buckets after the character block, 0: none.
+    shape_bits: int = 16
+    shape_ngram_min: int = 3
+    shape_ngram_max: int = 5
+    shape_weight: float = 0.5  # the shape block's L2 norm beside the character block's 1
 
     def __post_init__(self) -> None:
         if not 8 <= self.bits <= 24:
@@ -79,24 +89,54 @@ class LexicalConfig:
             raise ValueError(f"need 1 <= ngram_min <= ngram_max <= 8, got {self.ngram_min}..{self.ngram_max}")
         if self.head_chars < 1 or self.tail_chars < 0:
             raise ValueError("head_chars must be >= 1 and tail_chars >= 0")
+        if self.shape_bits != 0 and not 8 <= self.shape_bits <= 24:
+            raise ValueError(f"shape_bits must be 0 or in 8..24, got {self.shape_bits}")
+        if not 1 <= self.shape_ngram_min <= self.shape_ngram_max <= 8:
+            raise ValueError(
+                f"need 1 <= shape_ngram_min <= shape_ngram_max <= 8, got {self.shape_ngram_min}..{self.shape_ngram_max}"
+            )
+        if not (math.isfinite(self.shape_weight) and self.shape_weight > 0.0):
+            raise ValueError(f"shape_weight must be a positive number, got {self.shape_weight}")
 
     @property
     def buckets(self) -> int:
+        """Buckets of the character n-gram block."""
         return 1 << self.bits
 
-    def to_json(self) -> dict[str, int | bool]:
+    @property
+    def shape_buckets(self) -> int:
+        return (1 << self.shape_bits) if self.shape_bits else 0
+
+    @property
+    def n_features(self) -> int:
+        """Length of the weight vector: the character block, then the shape block."""
+        return self.buckets + self.shape_buckets
+
+    def to_json(self) -> dict[str, int | bool | float]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LexicalConfig:
-        ints = ("bits", "ngram_min", "ngram_max", "head_chars", "tail_chars")
-        missing = [f for f in (*ints, "nfkc") if f not in data]
+        ints = (
+            "bits",
+            "ngram_min",
+            "ngram_max",
+            "head_chars",
+            "tail_chars",
+            "shape_bits",
+            "shape_ngram_min",
+            "shape_ngram_max",
+        )
+        missing = [f for f in (*ints, "nfkc", "shape_weight") if f not in data]
         if missing:
             raise ValueError(f"lexical config lacks {', '.join(missing)}")
         if not all(isinstance(data[f], int) and not isinstance(data[f], bool) for f in ints):
             raise ValueError(f"lexical config values {', '.join(ints)} must be integers")
         if not isinstance(data["nfkc"], bool):
             raise ValueError("lexical config value nfkc must be true or false")
+        weight = data["shape_weight"]
+        if isinstance(weight, bool) or not isinstance(weight, int | float):
+            raise ValueError("lexical config value shape_weight must be a number")
         return cls(
             bits=data["bits"],
             ngram_min=data["ngram_min"],
@@ -104,60 +144,129 @@ class LexicalConfig:
             head_chars=data["head_chars"],
             tail_chars=data["tail_chars"],
             nfkc=data["nfkc"],
+            shape_bits=data["shape_bits"],
+            shape_ngram_min=data["shape_ngram_min"],
+            shape_ngram_max=data["shape_ngram_max"],
+            shape_weight=float(weight),
         )
 
 
-def normalise_text(text: str, config: LexicalConfig) -> str:
-    """NFKC-normalised (if configured), lower-cased, whitespace collapsed to single spaces,
-    padded with one space each side; texts longer than head_chars + tail_chars keep their
-    head and tail joined by " | "."""
+def _bounded(text: str, config: LexicalConfig, *, lower: bool) -> str:
+    """NFKC-normalised (if configured), lower-cased if `lower`, whitespace collapsed to single
+    spaces, padded with one space each side; texts longer than head_chars + tail_chars keep
+    their head and tail joined by " | "."""
     limit = config.head_chars + config.tail_chars
     if len(text) > 2 * limit + 64:  # bound the work on huge texts before normalising
         text = text[: limit + 32] + " " + text[len(text) - limit - 32 :]
     if config.nfkc and not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    text = " ".join(text.lower().split())
+    if lower:
+        text = text.lower()
+    text = " ".join(text.split())
     if len(text) > limit:
         tail = text[len(text) - config.tail_chars :] if config.tail_chars else ""
         text = text[: config.head_chars] + " | " + tail
     return " " + text + " "
 
 
-def hashed_ngrams(text: str, config: LexicalConfig) -> U32Array:
-    """Bucket ids of every character n-gram of the normalised text (with repeats)."""
-    norm = normalise_text(text, config)
-    codes = np.frombuffer(norm.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.uint64)
-    codes += np.uint64(1)
+def normalise_text(text: str, config: LexicalConfig) -> str:
+    """The text the character n-grams are taken from (see `_bounded`), lower-cased."""
+    return _bounded(text, config, lower=True)
+
+
+def _code_points(text: str) -> U64Array:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4").astype(np.uint64)
+
+
+def _hash_ngrams(codes: U64Array, ngram_min: int, ngram_max: int, salt_base: int, bits: int) -> U32Array:
+    """Bucket ids of the n-grams (n = ngram_min..ngram_max) of `codes` (code points + 1):
+    a rolling polynomial per order, salted by (salt_base + n), finalised, top `bits` bits."""
     parts: list[U64Array] = []
     rolling = codes
-    for n in range(1, config.ngram_max + 1):
+    for n in range(1, ngram_max + 1):
         if n > 1:
             if rolling.shape[0] < 2:
                 break
             rolling = rolling[:-1] * _M + codes[n - 1 :]
-        if n >= config.ngram_min:
-            parts.append(rolling + np.uint64((n * _SALT) & _MASK64))
+        if n >= ngram_min:
+            parts.append(rolling + np.uint64(((salt_base + n) * _SALT) & _MASK64))
     if not parts:
         return np.zeros(0, dtype=np.uint32)
     x = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
     x ^= x >> _SHIFT32
     x *= _F
-    x >>= np.uint64(64 - config.bits)
+    x >>= np.uint64(64 - bits)
     return x.astype(np.uint32)
 
 
-def lexical_features(text: str, config: LexicalConfig) -> tuple[U32Array, FloatArray]:
-    """Sparse feature vector of `text`: sorted unique bucket ids and their values
-    (1 + ln count, L2-normalised)."""
-    ids = hashed_ngrams(text, config)
-    if ids.shape[0] == 0:
-        return ids, np.zeros(0, dtype=np.float32)
+def hashed_ngrams(text: str, config: LexicalConfig) -> U32Array:
+    """Bucket ids of every character n-gram of the normalised text (with repeats)."""
+    codes = _code_points(normalise_text(text, config)) + np.uint64(1)
+    return _hash_ngrams(codes, config.ngram_min, config.ngram_max, 0, config.bits)
+
+
+def _shape_table() -> U64Array:
+    table = np.arange(128, dtype=np.uint64)  # ASCII punctuation, the space: themselves
+    table[ord("a") : ord("z") + 1] = ord("a")
+    table[ord("A") : ord("Z") + 1] = ord("A")
+    table[ord("0") : ord("9") + 1] = ord("0")
+    return table
+
+
+_SHAPE_OF_ASCII = _shape_table()
+_SHAPE_OTHER = np.uint64(ord("u"))
+_ASCII_END = np.uint64(128)
+_ASCII_LAST = np.uint64(127)
+
+
+def shape_codes(text: str, config: LexicalConfig) -> U64Array:
+    """The text's shape, one code per code point of the case-preserving normalised text:
+    a-z -> "a", A-Z -> "A", 0-9 -> "0", any non-ASCII code point -> "u", ASCII punctuation
+    and the space as themselves. Optimised adversarial suffixes (GCG-style: "ggplotCharField
+    @{loc_{ !=\"$]{") are runs of mixed case, digits and brackets whose lower-cased character
+    n-grams look like ordinary words; their shape does not."""
+    c = _code_points(_bounded(text, config, lower=False))
+    return np.where(c < _ASCII_END, _SHAPE_OF_ASCII[np.minimum(c, _ASCII_LAST)], _SHAPE_OTHER)
+
+
+# The shape block's n-gram orders are salted apart from the character orders (salt_base).
+_SHAPE_SALT_BASE = 16
+
+
+def hashed_shape_ngrams(text: str, config: LexicalConfig) -> U32Array:
+    """Bucket ids (within the shape block) of every shape n-gram of the text (with repeats)."""
+    if not config.shape_bits:
+        return np.zeros(0, dtype=np.uint32)
+    codes = shape_codes(text, config) + np.uint64(1)
+    return _hash_ngrams(codes, config.shape_ngram_min, config.shape_ngram_max, _SHAPE_SALT_BASE, config.shape_bits)
+
+
+def _sublinear_unit(ids: U32Array) -> tuple[U32Array, FloatArray]:
+    """Sorted unique ids and their values 1 + ln(count) (not yet normalised)."""
     ids.sort()
     starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
     counts = np.diff(np.append(starts, ids.shape[0]))
-    values = (1.0 + np.log(counts)).astype(np.float32)
-    values /= np.float32(math.sqrt(float(values @ values)))
-    return ids[starts], values
+    return ids[starts], (1.0 + np.log(counts)).astype(np.float32)
+
+
+def lexical_features(text: str, config: LexicalConfig) -> tuple[U32Array, FloatArray]:
+    """Sparse feature vector of `text`: sorted unique feature ids and their values, 1 + ln
+    count. The character block (ids < buckets) is L2-normalised to 1; the shape block (ids
+    offset by buckets) on its own to shape_weight."""
+    ids = hashed_ngrams(text, config)
+    if config.shape_bits:
+        # One sort for both blocks (it costs more per call than per element); the shape
+        # block's ids all lie above the character block's, so it is the sorted tail.
+        ids = np.concatenate((ids, hashed_shape_ngrams(text, config) + np.uint32(config.buckets)))
+    ids, values = _sublinear_unit(ids)
+    split = int(np.searchsorted(ids, config.buckets)) if config.shape_bits else ids.shape[0]
+    chars, shapes = values[:split], values[split:]  # views: normalised in place
+    if chars.shape[0]:
+        chars /= np.float32(math.sqrt(float(chars @ chars)))
+    if shapes.shape[0]:
+        shapes /= np.float32(math.sqrt(float(shapes @ shapes)))
+        shapes *= np.float32(config.shape_weight)
+    return ids, values
 
 
 def _sigmoid(z: float) -> float:
@@ -265,8 +374,8 @@ class AttackClassifier:
         thresholds: Thresholds,
         meta: Mapping[str, Any] | None = None,
     ) -> None:
-        if lexical_weights.shape != (config.buckets,):
-            raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.buckets},)")
+        if lexical_weights.shape != (config.n_features,):
+            raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.n_features},)")
         self.config = config
         self.lexical_weights = np.ascontiguousarray(lexical_weights, dtype=np.float32)
         self.lexical_bias = float(lexical_bias)
@@ -301,7 +410,7 @@ class AttackClassifier:
 
         lex_path = directory / LEXICAL_FILE
         lex = _read_safetensors(lex_path)
-        weights = _tensor(lex, "weight", (config.buckets,), lex_path)
+        weights = _tensor(lex, "weight", (config.n_features,), lex_path)
         bias = _tensor(lex, "bias", (1,), lex_path)
 
         head_meta = _meta_section(meta, "head")

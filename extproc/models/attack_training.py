@@ -9,7 +9,7 @@ Only the TRAIN split is used for fitting and for every choice (regularisation is
 read for evaluation only.
 
 Procedure (deterministic: fixed folds, fixed seeds, one torch thread):
-1. Lexical features (hashed character n-grams) for every train row.
+1. Lexical features (hashed character n-grams and shape n-grams) for every train row.
 2. K folds by a hash of the normalised first 60 characters (near-duplicate prompts and an
    e-mail with / without its injected line share a fold). For each fold a class-weighted,
    L2-regularised logistic regression is fitted on the other folds (full-batch L-BFGS),
@@ -227,7 +227,7 @@ def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> SparseRows:
         indptr.append(indptr[-1] + ids.shape[0])
     cat_i = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
     cat_v = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
-    return SparseRows(np.asarray(indptr, dtype=np.int64), cat_i, cat_v, config.buckets)
+    return SparseRows(np.asarray(indptr, dtype=np.int64), cat_i, cat_v, config.n_features)
 
 
 def sample_weights(
@@ -623,7 +623,7 @@ def _train(
     train_cfg.pop("lexical")
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
-        "model": "prompt-attack classifier: hashed char n-gram logistic regression -> MiniLM MLP head",
+        "model": "prompt-attack classifier: hashed char + shape n-gram logistic regression -> MiniLM MLP head",
         "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
         "head": {
             "hidden": cfg.head_hidden,
