@@ -602,13 +602,18 @@ def wait_idle(pid: int, *, limit_s: float = 20.0, window_s: float = 0.1, busy: f
 
 
 def throughput(
-    stack: Stack, prompts: list[str], concurrency: int, deadline_s: float, tag: str, offset: int = 0
+    stack: Stack, prompts: list[str], concurrency: int, deadline_s: float, tags: Sequence[str], offset: int = 0
 ) -> Round:
-    """Every request a miss: distinct prompts, worker k sends its share under tenant tag-k
-    (`offset`: the prompts' index in the whole list, for the refused-request report)."""
+    """Every request a miss: distinct prompts, worker k sends its share under tenant tag-k, for
+    each tag in turn, back to back: one sustained round (`offset`: the prompts' index in the
+    whole list, for the refused-request report)."""
     port = stack.config.envoy.listener_port
     work = [
-        [(offset + i, raw_request(port, prompts[i], f"{tag}-{k}")) for i in range(k, len(prompts), concurrency)]
+        [
+            (offset + i, raw_request(port, prompts[i], f"{tag}-{k}"))
+            for tag in tags
+            for i in range(k, len(prompts), concurrency)
+        ]
         for k in range(concurrency)
     ]
     pids = {"extproc": stack.procs["extproc"].pid, "envoy": stack.procs["envoy"].pid}
@@ -790,11 +795,14 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
             wait_idle(stack.procs["extproc"].pid)
         starts = list(range(0, len(tput_prompts), size))
         counts_before = cache_counts(stack_on)
-        for r, (tenants, first) in enumerate((p, f) for p in range(args.passes) for f in starts):
+        # A round sends its chunk once a pass, each pass under new tenants (so its prompts miss
+        # again), back to back: load sustained for the whole round, as saturation is (rounds of a
+        # fraction of a second, each followed by the other stack's, would be a 50% duty cycle).
+        tags = [f"tput{p}" for p in range(args.passes)]
+        for r, first in enumerate(starts):
             chunk = tput_prompts[first : first + size]
             for name, stack in (("cache on", stack_on), ("cache off", stack_off)):
-                tag = f"tput{tenants}"  # a pass's tenants are new: its prompts miss again
-                part = throughput(stack, chunk, args.concurrency, min(args.tput_deadline_s, left()), tag, first)
+                part = throughput(stack, chunk, args.concurrency, min(args.tput_deadline_s, left()), tags, first)
                 tput.setdefault(name, []).append(part)
                 print(
                     f"  round {r + 1} {name:<9} {part.rps:>7.1f} req/s answered, {part.sustained_rps:>7.1f} req/s "

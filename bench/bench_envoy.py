@@ -13,6 +13,9 @@ Reported per path: p50 / p99 latency with one request at a time, then req/s at
 `--concurrency` connections, with errors (any non-200 or transport failure). Targets on
 2 CPU cores: <= 1.5 ms p50 added, >= 1,500 req/s, 0 errors.
 
+`--distinct N` sends N distinct texts instead (variants of the four), so that no per-text cache
+(the prompt-attack classifier keeps its scores by text) answers for a signal.
+
 `--floor` also measures the floor of Python gRPC: a second stack whose ext_proc server is
 `bench/floor_servicer.py` (a bare grpc.aio servicer that routes every body to the default cluster
 without reading it, with the real server's response message), in the same run: its share of
@@ -87,6 +90,20 @@ TEXT_REQUESTS = [
     },
     {"model": "auto", "messages": [{"role": "user", "content": "Summarize the plot of Hamlet in three sentences."}]},
 ]
+
+
+def request_bodies(distinct: int) -> list[bytes]:
+    """The text-only bodies in rotation: TEXT_REQUESTS, or `distinct` variants of them (a number
+    appended to the last message), so that no text repeats and no per-text cache (the
+    prompt-attack classifier's scores, for one) answers for a signal."""
+    if distinct <= 0:
+        return [json.dumps(r).encode() for r in TEXT_REQUESTS]
+    bodies = []
+    for i in range(distinct):
+        request = json.loads(json.dumps(TEXT_REQUESTS[i % len(TEXT_REQUESTS)]))
+        request["messages"][-1]["content"] += f" (question {i})"
+        bodies.append(json.dumps(request).encode())
+    return bodies
 
 
 def bench_config(
@@ -243,11 +260,9 @@ def compare(stack: Stack, baseline: Stack, args: argparse.Namespace) -> Comparis
     alternates too), so load from elsewhere on this host weighs on both alike."""
     result = Comparison()
     port = {id(s): s.config.envoy.listener_port for s in (stack, baseline)}
+    bodies = request_bodies(args.distinct)
     payloads = {
-        id(s): [
-            build_request("127.0.0.1", port[id(s)], "/v1/chat/completions", json.dumps(r).encode())
-            for r in TEXT_REQUESTS
-        ]
+        id(s): [build_request("127.0.0.1", port[id(s)], "/v1/chat/completions", body) for body in bodies]
         for s in (stack, baseline)
     }
     for s in (stack, baseline):
@@ -302,6 +317,13 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=6, help="interleaved throughput rounds per policy")
     parser.add_argument(
+        "--distinct",
+        type=int,
+        default=0,
+        help="send this many distinct texts (variants of the 4 bodies) instead of the 4 in rotation, so no "
+        "per-text cache answers; 40000 outlasts a throughput phase here",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also measure a bare Python grpc.aio ext_proc servicer (bench/floor_servicer.py) on a second stack",
@@ -339,16 +361,10 @@ def main() -> int:
         return 1
     stack, options, plain_port, three_port = main_stack
     print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
-    payloads_vsr = [
-        build_request("127.0.0.1", options.listener_port, "/v1/chat/completions", json.dumps(r).encode())
-        for r in TEXT_REQUESTS
-    ]
-    payloads_plain = [
-        build_request("127.0.0.1", plain_port, "/v1/chat/completions", json.dumps(r).encode()) for r in TEXT_REQUESTS
-    ]
-    payloads_three = [
-        build_request("127.0.0.1", three_port, "/v1/chat/completions", json.dumps(r).encode()) for r in TEXT_REQUESTS
-    ]
+    bodies = request_bodies(args.distinct)
+    payloads_vsr = [build_request("127.0.0.1", options.listener_port, "/v1/chat/completions", b) for b in bodies]
+    payloads_plain = [build_request("127.0.0.1", plain_port, "/v1/chat/completions", b) for b in bodies]
+    payloads_three = [build_request("127.0.0.1", three_port, "/v1/chat/completions", b) for b in bodies]
     pids: dict[str, int | None] = {
         "envoy": stack.procs["envoy"].pid,
         "ext_proc": stack.procs["extproc"].pid,
@@ -363,8 +379,7 @@ def main() -> int:
         if floor is not None:
             floor_stack, floor_options = floor[0], floor[1]
             payloads_floor = [
-                build_request("127.0.0.1", floor_options.listener_port, "/v1/chat/completions", json.dumps(r).encode())
-                for r in TEXT_REQUESTS
+                build_request("127.0.0.1", floor_options.listener_port, "/v1/chat/completions", b) for b in bodies
             ]
             floor_pids: dict[str, int | None] = {
                 "envoy": floor_stack.procs["envoy"].pid,
@@ -385,7 +400,8 @@ def main() -> int:
     print()
     print(
         f"latency: {args.latency_requests} sequential requests; throughput: {args.concurrency} connections "
-        f"for {args.duration:.0f}s; {len(TEXT_REQUESTS)} text-only bodies in rotation"
+        f"for {args.duration:.0f}s; {len(bodies)} text-only bodies in rotation"
+        + (f" (variants of {len(TEXT_REQUESTS)}: no text repeats)" if args.distinct else "")
     )
     print(f"{'path':<22} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>10} {'p50@c ms':>9} {'p99@c ms':>9} {'errors':>7}")
     print(row("envoy (no ext_proc)", *plain))

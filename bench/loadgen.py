@@ -132,7 +132,7 @@ async def run_load(
             except (OSError, TimeoutError):
                 result.errors += 1
                 conn = None
-            i += 1
+            i += concurrency  # connections take turns through the payloads: none repeats another's
         if conn is not None and conn.transport is not None:
             conn.transport.close()
 
