@@ -375,8 +375,9 @@ class SemanticCacheMetrics:
         if self.cache.load is not None:  # admission: adaptive
             busy = GaugeMetricFamily(
                 "vsr_semantic_cache_admission_load",
-                "Server load as adaptive admission reads it (the event loop's working share or the CPU in "
-                "use, the larger); at or over cache.admission_busy only repeated questions are stored",
+                "Server load as adaptive admission reads it (the largest of the event loop's working share, "
+                "the process's CPU against one core and the CPU in use); at or over cache.admission_busy only "
+                "repeated questions are stored",
             )
             busy.add_metric([], self.cache.load.share)
             families.append(busy)
