@@ -300,6 +300,8 @@ class _FeaturePlan:
     # (2, orders, 2 * longest): True where an n-gram counts, for a text whose last n-gram of
     # order n starts at column longest - n; `lexical_features` slides it to each text's length.
     valid: npt.NDArray[np.bool_]
+    valid_both: npt.NDArray[np.bool_]  # the same as (orders, 2, 2 * longest), for texts of one length
+    shape_start: np.uint32  # the shape block's first id
     sublinear: FloatArray  # 1 + ln(count) as float32, by count (index 0 unused)
     shape_scale: np.float32 | None  # the shape block's norm divisor scale when shape_weight is a power of 2
 
@@ -350,6 +352,8 @@ def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
         inverse_powers=inverse_powers,
         powers=powers,
         valid=valid,
+        valid_both=np.ascontiguousarray(valid.transpose(1, 0, 2)),
+        shape_start=np.uint32(config.buckets),
         sublinear=sublinear,
         shape_scale=shape_scale,
     )
@@ -439,24 +443,26 @@ def lexical_features(text: str, config: LexicalConfig) -> tuple[U32Array, FloatA
     grams >>= plan.shifts
     grams += plan.offsets
     # Column i of a text of n characters holds an n-gram of order n only if i <= n - order:
-    # the plan's mask, shifted so that its cut-off column lands there.
+    # the plan's mask, shifted so that its cut-off column lands there. Texts of one length (any
+    # ASCII text) take both blocks through one mask; the sort below puts the shape block last.
     start = plan.longest - n_lower
-    chars = grams[:, 0][plan.valid[0][:, start : start + width]]
-    if shaped:
+    if not shaped:
+        ids = grams[:, 0][plan.valid[0][:, start : start + width]].astype(np.uint32)
+    elif n_lower == n_cased:
+        ids = grams[plan.valid_both[:, :, start : start + width]].astype(np.uint32)
+    else:
+        chars = grams[:, 0][plan.valid[0][:, start : start + width]]
         start = plan.longest - n_cased
         shapes = grams[:, 1][plan.valid[1][:, start : start + width]]
         ids = np.concatenate((chars, shapes), dtype=np.uint32, casting="unsafe")
-    else:
-        ids = chars.astype(np.uint32)
-    n_chars = chars.shape[0]
     ids.sort()
     n = ids.shape[0]
     starts = np.empty(n + 1, dtype=np.bool_)  # True where a run of equal ids starts, and at n
     starts[0] = starts[n] = True
     np.not_equal(ids[1:], ids[:-1], out=starts[1:n])
     edges = starts.nonzero()[0]
-    split = int(np.count_nonzero(starts[:n_chars]))  # distinct character ids: the shape block follows
     ids = ids[edges[:-1]]
+    split = int(ids.searchsorted(plan.shape_start)) if shaped else ids.shape[0]  # the character block's distinct ids
     values = plan.sublinear[edges[1:] - edges[:-1]]
     char_values, shape_values = values[:split], values[split:]  # views: normalised in place
     if char_values.shape[0]:
