@@ -343,7 +343,7 @@ def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
     # rounding): one pass instead of two over the shape values.
     weight = np.float32(config.shape_weight)
     shape_scale = weight if math.frexp(config.shape_weight)[0] == 0.5 and float(weight) == config.shape_weight else None
-    return _FeaturePlan(
+    plan = _FeaturePlan(
         orders=orders,
         longest=longest,
         salts=salts,
@@ -357,6 +357,10 @@ def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
         sublinear=sublinear,
         shape_scale=shape_scale,
     )
+    # Shared by every call (and thread): a stray in-place write would corrupt every later score.
+    for array in (salts, shifts, offsets, inverse_powers, powers, valid, plan.valid_both, sublinear):
+        array.flags.writeable = False
+    return plan
 
 
 # The plan by config object: hashing a 10-field dataclass for the lru_cache costs more than
