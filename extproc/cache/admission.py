@@ -163,7 +163,7 @@ def cpu_counter(cgroup: Path = Path("/sys/fs/cgroup"), proc_stat: Path = Path("/
 
     try:
         host_ticks()
-    except (OSError, ValueError, IndexError):  # not Linux: no CPU reading, the loop's alone decides
+    except (OSError, ValueError, IndexError):  # not Linux: no CPU reading, the other two decide
 
         def nothing() -> tuple[float, float]:
             return 0.0, time.monotonic()
@@ -216,11 +216,12 @@ class ServerLoad:
         if self._window_started is None:
             if self._counters is None:
                 self._counters = [loop_counter(), process_counter, cpu_counter()]
-            self._window_started, self._marks = now, [count() for count in self._counters]
+            self._window_started = now
+            self._marks = [self._mark(count, (0.0, 0.0)) for count in self._counters]
             return self.share
         if now - self._window_started >= self.window_s:
             assert self._counters is not None
-            marks = [count() for count in self._counters]
+            marks = [self._mark(count, before) for count, before in zip(self._counters, self._marks, strict=True)]
             window = 0.0
             for (busy, capacity), (busy_before, capacity_before) in zip(marks, self._marks, strict=True):
                 if capacity > capacity_before:
@@ -229,3 +230,12 @@ class ServerLoad:
             self._last = window
             self._window_started, self._marks = now, marks
         return self.share
+
+    @staticmethod
+    def _mark(count: Counter, before: tuple[float, float]) -> tuple[float, float]:
+        """A counter's reading; `before` (no change: it adds no load) when it fails, e.g. a
+        cgroup file gone. A gauge for optional work must never fail a request."""
+        try:
+            return count()
+        except (OSError, ValueError, IndexError):
+            return before

@@ -199,3 +199,25 @@ def test_the_process_counter_reads_this_processs_cpu_against_one_core() -> None:
         spin(0.06)
         load.read()
     assert load.read() > 0.3  # this thread on a CPU (when the shared machine lets it)
+
+
+def test_a_counter_that_fails_adds_no_load_and_never_raises() -> None:
+    clocks = Clocks()
+    healthy = True
+
+    def flaky() -> tuple[float, float]:
+        if not healthy:
+            raise OSError("cpu.stat went away")
+        return clocks.cpu_busy, clocks.wall
+
+    load = ServerLoad(0.25, counters=[lambda: (clocks.loop_busy, clocks.wall), flaky], wall=lambda: clocks.wall)
+    load.read()
+    healthy = False
+    for _ in range(3):
+        clocks.spend(0.3, loop=0.2, cpu=1.0)
+        assert load.read() <= 0.2 + 1e-9  # the failing counter reads as no change
+    healthy = True
+    for _ in range(3):
+        clocks.spend(0.3, loop=0.2, cpu=0.9)
+        load.read()
+    assert load.read() == pytest.approx(0.9)
