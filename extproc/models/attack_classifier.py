@@ -154,22 +154,33 @@ class LexicalConfig:
         )
 
 
-def _bounded(text: str, config: LexicalConfig, *, lower: bool) -> str:
-    """NFKC-normalised (if configured), lower-cased if `lower`, whitespace collapsed to single
-    spaces, padded with one space each side; texts longer than head_chars + tail_chars keep
-    their head and tail joined by " | "."""
+def _trimmed(text: str, config: LexicalConfig) -> str:
+    """A huge text cut to a head and a tail with room to spare (bounding the work before
+    normalising), then NFKC-normalised if configured."""
     limit = config.head_chars + config.tail_chars
-    if len(text) > 2 * limit + 64:  # bound the work on huge texts before normalising
+    if len(text) > 2 * limit + 64:
         text = text[: limit + 32] + " " + text[len(text) - limit - 32 :]
     if config.nfkc and not text.isascii():
         text = unicodedata.normalize("NFKC", text)
-    if lower:
-        text = text.lower()
-    text = " ".join(text.split())
-    if len(text) > limit:
+    return text
+
+
+def _head_and_tail(text: str, config: LexicalConfig) -> str:
+    """A whitespace-collapsed text longer than head_chars + tail_chars keeps its head and tail
+    joined by " | "; padded with one space each side."""
+    if len(text) > config.head_chars + config.tail_chars:
         tail = text[len(text) - config.tail_chars :] if config.tail_chars else ""
         text = text[: config.head_chars] + " | " + tail
     return " " + text + " "
+
+
+def _bounded(text: str, config: LexicalConfig, *, lower: bool) -> str:
+    """NFKC-normalised (if configured), lower-cased if `lower`, whitespace collapsed to single
+    spaces, cut to head and tail (`_head_and_tail`)."""
+    text = _trimmed(text, config)
+    if lower:
+        text = text.lower()
+    return _head_and_tail(" ".join(text.split()), config)
 
 
 def normalise_text(text: str, config: LexicalConfig) -> str:
@@ -377,23 +388,11 @@ def _plan_of(config: LexicalConfig) -> _FeaturePlan:
     return entry[1]
 
 
-def _head_and_tail(text: str, config: LexicalConfig) -> str:
-    """`_bounded`'s cut of a whitespace-collapsed text, and its padding."""
-    if len(text) > config.head_chars + config.tail_chars:
-        tail = text[len(text) - config.tail_chars :] if config.tail_chars else ""
-        text = text[: config.head_chars] + " | " + tail
-    return " " + text + " "
-
-
 def _bounded_pair(text: str, config: LexicalConfig) -> tuple[str | None, str]:
     """`_bounded(text, lower=True)` and `_bounded(text, lower=False)` sharing their work; the
     first is None when the text is ASCII, where it is the second lower-cased (ASCII
     lower-casing maps one character to one, so it commutes with the cut)."""
-    limit = config.head_chars + config.tail_chars
-    if len(text) > 2 * limit + 64:
-        text = text[: limit + 32] + " " + text[len(text) - limit - 32 :]
-    if config.nfkc and not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+    text = _trimmed(text, config)
     cased = _head_and_tail(" ".join(text.split()), config)
     if text.isascii():
         return None, cased
