@@ -320,7 +320,6 @@ class PromptAttackSignal(ClassifierSignal):
         self.embedder = embedder
         self.embedder_reason = embedder_reason
         self.label = spec.labels.get(ATTACK, ATTACK)
-        self.label_matches = self.label in spec.matching([self.label])
         # Stage-2 scores by text: a text seen before (an earlier chat turn, a repeated prompt) needs
         # no executor hop at all. The score is a function of the text alone (both stages are).
         self.stage_two: LruCache[float] = LruCache(4096)
@@ -370,33 +369,8 @@ class PromptAttackSignal(ClassifierSignal):
         notes: Sequence[str],
         eligible: Sequence[bool] | None = None,
     ) -> Evaluation:
-        """What `summarize` answers for this signal's one label (the tests hold the two to the
-        same Evaluation), without its per-label dicts and generators: the lexical stage runs on
-        every request that has text."""
-        label = self.label
-        best = max(scores)
-        # The first text with the highest score among those that may fire, as max(key=) picks it.
-        i_best = -1
-        for i, s in enumerate(scores):
-            if (eligible is None or eligible[i]) and (i_best < 0 or s > scores[i_best]):
-                i_best = i
-        fired: dict[str, float] = {}
-        evidence: list[str] = []
-        if i_best >= 0 and float(scores[i_best]) >= threshold:
-            fired[label] = p = float(scores[i_best])
-            evidence.append(f"{label}={p:.3f} ({texts[i_best].where})")
-        else:
-            evidence.append(f"top: {label}={float(best):.3f}")
-        cut = sum(t.cut for t in texts)
-        if cut:
-            evidence.append(f"{cut} text(s) over {self.spec.max_chars} characters: head and tail classified")
-        evidence.extend(notes)
-        return Evaluation(
-            matched=bool(fired) and self.label_matches,
-            score=max(0.0, float(best)) if self.label_matches else 0.0,
-            labels=fired,
-            evidence=tuple(evidence),
-        )
+        probs = [{self.label: s} for s in scores]
+        return summarize(self.spec, [self.label], probs, texts, {self.label: threshold}, notes, eligible)
 
     def cached_head_scores(self, texts: Sequence[str]) -> list[float] | None:
         """Stage-2 scores of `texts` when every one is cached; None otherwise."""

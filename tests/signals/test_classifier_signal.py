@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -556,37 +555,3 @@ async def test_a_failing_answer_now_falls_back_to_evaluate(ctx: BuildContext, st
     signal.answer_now = broken  # type: ignore[method-assign]
     results = await Dispatcher(ctx.executor, 1000).run([signal], request_of(ATTACK_TEXT), time.monotonic() + 5)
     assert results[signal.name].status == SignalStatus.MATCHED  # evaluated the normal way
-
-
-@pytest.mark.parametrize(
-    "fields",
-    [
-        {},
-        {"labels": {"attack": "prompt_attack"}},
-        {"match_labels": ["attack"]},
-        {"labels": {"attack": "benign"}, "match_labels": ["benign"]},
-    ],
-)
-def test_the_one_label_result_is_what_summarize_answers(ctx: BuildContext, fields: dict[str, Any]) -> None:
-    # PromptAttackSignal.result is summarize() for one label without its general machinery; on
-    # random scores, ties, eligibility, cut texts and thresholds both give the same Evaluation.
-    signal = ClassifierSignal.build(spec(stage="lexical", **fields), ctx)
-    assert isinstance(signal, PromptAttackLexicalSignal)
-    rng = random.Random(5)
-    for _ in range(2000):
-        n = rng.randint(1, 5)
-        texts = [classifier_module.Text(f"message[{i}]", "x", rng.random() < 0.2) for i in range(n)]
-        scores = [rng.choice([0.0, 0.3, 0.5, 0.9, 1.0, rng.random()]) for _ in range(n)]
-        eligible = None if rng.random() < 0.5 else [rng.random() < 0.5 for _ in range(n)]
-        threshold = rng.choice([0.0, 0.3, 0.5, 0.9, rng.random()])
-        notes = rng.choice([[], ["stage: lexical"], ["a", "b"]])
-        expected = classifier_module.summarize(
-            signal.spec,
-            [signal.label],
-            [{signal.label: s} for s in scores],
-            texts,
-            {signal.label: threshold},
-            notes,
-            eligible,
-        )
-        assert signal.result(texts, scores, threshold, notes, eligible) == expected
