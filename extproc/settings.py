@@ -245,9 +245,10 @@ class CacheSettings(_Section):
     # first: store every complete answer. repeat: store only what was already asked once (the
     # same request, or one that passes the candidate stage), sparing unique traffic the store
     # phase; the cost is one more miss per repeated question. adaptive: first while the server
-    # has headroom, repeat while its event loop works, or the CPU (cgroup quota, else host) is
-    # in use, at least admission_busy of the time (a store is optional work; on a saturated
-    # router it costs about a third of the throughput). See extproc.cache.admission.
+    # has headroom, repeat while its event loop works, its process uses a core, or the CPU
+    # (cgroup quota, else host) is in use, at least admission_busy of the time (a store is
+    # optional work; on a saturated router it costs about a third of the throughput). See
+    # extproc.cache.admission.
     admission: Literal["first", "repeat", "adaptive"] = "adaptive"
     admission_busy: float = Field(default=0.8, gt=0.0, le=1.0)
     admission_window: int = Field(default=10_000, ge=1)  # first sightings remembered (per process)

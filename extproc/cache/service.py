@@ -179,7 +179,7 @@ class SemanticCache:
 
     def _admitted(self, key: CacheKey, similarity: float) -> bool:
         """Whether a miss is to be stored: always under `admission: first`, and under
-        `adaptive` while the loop has headroom; otherwise only what was seen before."""
+        `adaptive` while the server has headroom (`ServerLoad`); otherwise only what was seen before."""
         if self.sightings is None:
             return True
         if self.load is not None and self.load.read() < self.settings.admission_busy:
