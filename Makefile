@@ -10,7 +10,8 @@ setup: $(STAMP)
 
 # torch first, pinned: the CPU build lies on the build machines' disk; an unpinned torch
 # (asked for by transformers) would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml
+# The C source too: an edited kernel is rebuilt by the editable install.
+$(STAMP): pyproject.toml setup.py extproc/models/_lexical_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0

@@ -1,10 +1,12 @@
-"""The prompt-attack classifier's fast feature path against its reference, bit for bit, on every
-text of the safety corpus (train and test splits) and the everyday requests.
+"""The prompt-attack classifier's fast feature path against its reference, bit for bit, and the
+C kernel's logit against the numpy path's, on every text of the safety corpus (train and test
+splits) and the everyday requests.
 
     .venv/bin/python bench/check_lexical_features.py [--data ../shared/data/safety]
 
 Compares `lexical_features` with `reference_lexical_features` (ids, float32 values by their
-bits) and the lexical probability each gives with the shipped weights; exits 1 on a difference.
+bits) and the lexical probability each gives with the shipped weights, then the C kernel's
+logit with the numpy path's (within KERNEL_TOLERANCE); exits 1 on a difference.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from extproc.models.attack_classifier import (  # noqa: E402
+    KERNEL_TOLERANCE,
     AttackClassifier,
+    check_kernel_parity,
     _sigmoid,
     lexical_features,
     reference_lexical_features,
@@ -59,6 +63,15 @@ def main() -> int:
                 print(f"DIFFERENT: {path.name}: {text[:80]!r}")
         print(f"{path}: {len(texts)} texts")
     print(f"{compared} texts compared, {different} differences")
+    if classifier.backend != "c":
+        print("the C lexical kernel is not built: nothing more to compare")
+        return 1 if different else 0
+    texts = [text for path in files for text in read_texts(path)]
+    worst, where = check_kernel_parity(classifier, texts)
+    print(f"C kernel vs numpy lexical logit: largest difference {worst:.2e} (tolerance {KERNEL_TOLERANCE:.0e})")
+    if worst > KERNEL_TOLERANCE:
+        print(f"KERNEL DIFFERS on {where!r:.80}")
+        return 1
     return 1 if different else 0
 
 

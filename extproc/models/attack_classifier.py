@@ -1,6 +1,6 @@
 """A learned prompt-attack (jailbreak / prompt-injection) classifier: a two-stage cascade.
 
-Stage 1, lexical (inline on every request, pure numpy): the text is lower-cased, its
+Stage 1, lexical (inline on every request): the text is lower-cased, its
 whitespace collapsed, long texts keep a head and a tail; every character n-gram (n from
 `ngram_min` to `ngram_max`, over Unicode code points, so Chinese, Hindi or Korean text is
 covered like English) is hashed into a fixed number of buckets; bucket counts become
@@ -17,7 +17,10 @@ x = h + n * S, x ^= x >> 32, x *= F (mod 2^64) and the bucket is the top `bits` 
 `hashed_ngrams`, `hashed_shape_ngrams` and `reference_lexical_features` spell this out one
 order at a time; `lexical_features` computes the same ids and float32 values, bit for bit, in
 about half the numpy calls (every order of both blocks at once from prefix sums), since on a
-short prompt nearly all of the cost is numpy's per-call overhead: ~20 us a prompt.
+short prompt nearly all of the cost is numpy's per-call overhead: ~20 us a prompt. Served,
+the stage runs in C (`_lexical_kernel.c`, built at install when a compiler is there; ~2.5 us a
+prompt): the same ids, its logit within KERNEL_TOLERANCE of the numpy path's
+(`check_kernel_parity`), which serves when the kernel is not built and for training.
 
 Stage 2, embedding (only when `low <= p < high`): a small MLP over the 384-d
 all-MiniLM-L6-v2 sentence embedding (see `text_embedder.py`) plus the lexical logit.
@@ -35,15 +38,31 @@ import functools
 import json
 import math
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from extproc.models.registry import ModelUnavailable
+
+_kernel_module: ModuleType | None
+try:  # the lexical logit in C (`_lexical_kernel.c`), built at install when a C compiler is there
+    from extproc.models import _lexical_kernel
+
+    _kernel_module = _lexical_kernel
+except ImportError:  # pragma: no cover - exercised by installs without a compiler
+    _kernel_module = None
+
+LexicalBackend = Literal["c", "numpy"]
+# _lexical_kernel.lexical_logit's signature: (lowered, cased, weights, sublinear, bias, bits,
+# ngram_min, ngram_max, shape_bits, shape_ngram_min, shape_ngram_max, shape_weight) -> logit.
+KernelFunction = Callable[..., float]
+# The kernel sums in double, numpy in float32: logits agree to ~3e-6 on the corpus.
+KERNEL_TOLERANCE = 1e-5
 
 DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "attack_classifier"
 LEXICAL_FILE = "lexical.safetensors"
@@ -584,6 +603,7 @@ class AttackClassifier:
         head: HeadParams,
         thresholds: Thresholds,
         meta: Mapping[str, Any] | None = None,
+        backend: LexicalBackend | None = None,
     ) -> None:
         if lexical_weights.shape != (config.n_features,):
             raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.n_features},)")
@@ -593,12 +613,31 @@ class AttackClassifier:
         self.head = head
         self.thresholds = thresholds
         self.meta: Mapping[str, Any] = meta or {}
+        if backend == "c" and _kernel_module is None:
+            raise AttackClassifierError("attack classifier: the C lexical kernel is not built in this install")
+        # The stage-1 path: the C kernel when built (default), else numpy. Both give the same
+        # feature ids; the logits agree to ~1e-6 (the kernel sums in double, numpy in float32).
+        self.backend: LexicalBackend = backend or ("c" if _kernel_module is not None else "numpy")
+        plan = _plan_of(config)
+        self._kernel_args = (
+            self.lexical_weights,
+            plan.sublinear,
+            self.lexical_bias,
+            config.bits,
+            config.ngram_min,
+            config.ngram_max,
+            config.shape_bits,
+            config.shape_ngram_min,
+            config.shape_ngram_max,
+            config.shape_weight,
+        )
 
     # --- loading ---------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> AttackClassifier:
-        """Load from `directory` (default: the weights shipped in the package)."""
+    def load(cls, directory: Path | None = None, backend: LexicalBackend | None = None) -> AttackClassifier:
+        """Load from `directory` (default: the weights shipped in the package); `backend`
+        forces the stage-1 path (default: C when built)."""
         directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
         meta_path = directory / META_FILE
         if not meta_path.is_file():
@@ -651,11 +690,28 @@ class AttackClassifier:
             )
         except ValueError as exc:
             raise AttackClassifierError(f"attack classifier: meta.json: {exc}") from exc
-        return cls(config, weights, float(bias[0]), head, thresholds, meta)
+        return cls(config, weights, float(bias[0]), head, thresholds, meta, backend)
 
     # --- stage 1 ---------------------------------------------------------------------------
 
     def lexical_logit(self, text: str) -> float:
+        if self.backend == "c":
+            assert _kernel_module is not None
+            lowered, cased = _bounded_pair(text, self.config)
+            logit: float = _kernel_module.lexical_logit(lowered, cased, *self._kernel_args)
+            return logit
+        return self.numpy_lexical_logit(text)
+
+    def kernel_lexical_logit(self, text: str, kernel: KernelFunction | None = None) -> float:
+        """The stage-1 logit on the C kernel (or on `kernel`, a test's drifted stand-in)."""
+        kernel = kernel or (_kernel_module.lexical_logit if _kernel_module is not None else None)
+        if kernel is None:
+            raise AttackClassifierError("attack classifier: the C lexical kernel is not built in this install")
+        lowered, cased = _bounded_pair(text, self.config)
+        return float(kernel(lowered, cased, *self._kernel_args))
+
+    def numpy_lexical_logit(self, text: str) -> float:
+        """The stage-1 logit on the numpy path (`lexical_features`): the C kernel's reference."""
         ids, values = lexical_features(text, self.config)
         if ids.shape[0] == 0:
             return self.lexical_bias
@@ -697,3 +753,17 @@ class AttackClassifier:
             return AttackVerdict(None, "embedding", p, p)
         s = self.embedding_score(embed(text), p)
         return AttackVerdict(s >= self.thresholds.decision, "embedding", p, s)
+
+
+def check_kernel_parity(
+    classifier: AttackClassifier, texts: Iterable[str], kernel: KernelFunction | None = None
+) -> tuple[float, str | None]:
+    """The largest |C kernel - numpy| lexical logit over `texts`, and the text it was found on
+    (None when `texts` is empty); `kernel` stands in for the built one (a test's drifted kernel).
+    Above KERNEL_TOLERANCE the two paths disagree on some feature, not on rounding."""
+    worst, where = 0.0, None
+    for text in texts:
+        gap = abs(classifier.kernel_lexical_logit(text, kernel) - classifier.numpy_lexical_logit(text))
+        if where is None or gap > worst:
+            worst, where = gap, text
+    return worst, where
