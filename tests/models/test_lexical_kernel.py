@@ -32,7 +32,7 @@ kernel = ac._kernel_module
 if kernel is None:
     # CI (and `make setup` with gcc, which the project's machines have) builds it; an install
     # without a compiler serves on the numpy path, and then only these tests have nothing to check.
-    if os.environ.get("VSR_REQUIRE_LEXICAL_KERNEL") == "1":
+    if os.environ.get("EXTPROC_REQUIRE_LEXICAL_KERNEL") == "1":
         raise RuntimeError("the C lexical kernel is not built (pip install -e . needs a C compiler)")
     pytest.skip("the C lexical kernel is not built in this install", allow_module_level=True)
 
