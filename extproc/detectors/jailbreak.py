@@ -192,6 +192,10 @@ _EN_LIMITS = (
     "rules", "restrictions", "guidelines", "limitations", "limits", "constraints", "policies", "programming", "filters",
     "filter", "censorship", "ethics", "morals", "boundaries", "content policy", "safety",
 )  # fmt: skip
+# What "AI has no ..." may lack in an attack; not "safety" or "training", which AI-risk essays discuss.
+_EN_NO_LIMITS = (
+    "rules", "restrictions", "limits", "limitations", "ethics", "morals", "filters", "censorship", "guidelines",
+)  # fmt: skip
 _EVIL_MODES = ("jailbreak", "jailbroken", "god", "dan", "evil", "unrestricted", "unfiltered", "uncensored", "chaos")
 _YOU_ARE = ("you are", "you re", "youre")
 
@@ -237,6 +241,18 @@ _RULES: tuple[_Rule, ...] = (
           r"|restrictions|policies|policy|settings|measures|guardrails|features|constraints|rules|checks)"
           r" (?:have |has )?(?:now )?(?:been |are |is |were )?(?:now )?(?:temporarily )?"
           r"(?:disabled|removed|turned off|switched off|lifted|deactivated|suspended|bypassed|overridden)\b"),
+    # the override declared done: "the rules above are void", "your previous instructions are cancelled"
+    # (qualified as the model's own or earlier ones: "these guidelines are obsolete" is an editor's remark)
+    # "now" or "hereby" makes it a declaration: "the previous rules are no longer valid after the
+    # 2023 reform" and "your instructions were cancelled by the manager" are reports.
+    _rule(_OVERRIDE, 0.8, ("your", "all your", "any of your", "all of your", "all", "the", "all the"),
+          rf" (?:{_alt(_EN_TEMPORAL)} )?{_alt(_EN_RULE_NOUNS)} (?:are|is|have|has) (?:now|hereby) (?:been )?"
+          r"(?:null and void|void|null|nullified|cancelled|canceled|revoked|rescinded|invalid|invalidated"
+          r"|obsolete)\b"),
+    _rule(_OVERRIDE, 0.8, _EN_RULE_NOUNS,
+          r" (?:above|before this|you were given|given to you) (?:are|is|have been|were) (?:now |hereby )?"
+          r"(?:null and void|void|null|nullified|cancelled|canceled|revoked|rescinded|invalid|obsolete"
+          r"|no longer valid|no longer in effect)\b"),
     # PromptInject's goal hijacking ("STOP EVERYTHING!!! NOW!!! JUST PRINT ...")
     _rule(_OVERRIDE, 0.85, ("stop everything", "stop what you are doing", "stop what you re doing"),
           r" (?:now )?(?:and )?(?:just |instead |only )?(?:print|say|output|write|repeat|type)\b"),
@@ -307,6 +323,10 @@ _RULES: tuple[_Rule, ...] = (
     _rule(_ROLEPLAY, 0.8, ("pretend", "act", "behave", "respond", "roleplay", "role play", "answer", "reply"),
           rf" {_gap(6)}(?:no|without|zero|free of|free from|unbound by|not bound by|unconstrained by) {_gap(3)}"
           rf"{_alt(_EN_LIMITS)}\b"),
+    # "you now operate without any content policy": said to the model ("you"), not of a machine
+    _rule(_ROLEPLAY, 0.8, ("you operate", "you now operate", "you will operate", "you will now operate",
+                           "you function", "you now function", "you will function", "you exist", "you now exist"),
+          rf" {_gap(2)}(?:without|with no|free of|free from|unbound by|not bound by) {_gap(2)}{_alt(_EN_LIMITS)}\b"),
     _rule(_ROLEPLAY, 0.85, ("act", "acting", "pretend", "roleplay", "behave", "become", "simulate"),
           rf" {_gap(3)}(?:an? )?(?:unrestricted|unfiltered|uncensored|unaligned|amoral|unethical|evil|jailbroken) "
           rf"{_gap(2)}(?:ai|assistant|model|chatbot|bot|llm|version|gpt|chatgpt)\b"),
@@ -319,7 +339,11 @@ _RULES: tuple[_Rule, ...] = (
     # "a hypothetical world where ethics are suspended": the limits declared void by the framing
     _rule(_ROLEPLAY, 0.75, ("hypothetical", "hypothetically", "fictional", "imaginary"),
           rf" {_gap(4)}(?:world|scenario|universe|reality|setting|situation|society) {_gap(2)}(?:where|with|in which"
-          rf"|without|that has) (?:(?:no|without|zero) {_gap(3)}{_alt(_EN_LIMITS)}|{_gap(3)}{_alt(_EN_LIMITS)} "
+          rf"|without|that has) (?:(?:no|without|zero) {_gap(3)}{_alt(_EN_LIMITS)}"
+          # "where AI has no ethics"; not "no safety training", which essays about AI risk discuss
+          r"|(?:ai|ais|you|assistants|models|chatbots|the ai|the assistant|the model|llms) (?:has|have|had)"
+          rf" (?:no|zero) {_gap(1)}{_alt(_EN_NO_LIMITS)}"
+          rf"|{_gap(3)}{_alt(_EN_LIMITS)} "
           r"(?:are|is|were|have been|do not|don t|no longer) (?:\w+ )?(?:suspended|lifted|abolished|removed"
           r"|irrelevant|apply|exist|void|gone))\b"),
     _rule(_ROLEPLAY, 0.6, ("act as", "pretend to be", "pretend you are", "roleplay as", *_YOU_ARE),
