@@ -196,6 +196,16 @@ _EN_LIMITS = (
 _EN_NO_LIMITS = (
     "rules", "restrictions", "limits", "limitations", "ethics", "morals", "filters", "censorship", "guidelines",
 )  # fmt: skip
+# Who injected text addresses when it speaks to the model in the third person (never "assistant",
+# "agent" or "model" alone: "send it to the agent processing the claim" is about a person).
+_EN_AI_NAMES = (
+    "ai", "ais", "ai model", "ai models", "ai assistant", "ai assistants", "language model", "language models",
+    "large language model", "llm", "llms", "chatbot", "chatgpt", "gpt", "ai agent", "copilot",
+)  # fmt: skip
+_EN_DATA = (
+    "document", "documents", "email", "emails", "page", "web page", "webpage", "website", "text", "resume", "cv",
+    "file", "files", "review", "reviews", "message", "messages", "article", "content", "data", "pdf", "post",
+)  # fmt: skip
 _EVIL_MODES = ("jailbreak", "jailbroken", "god", "dan", "evil", "unrestricted", "unfiltered", "uncensored", "chaos")
 _YOU_ARE = ("you are", "you re", "youre")
 
@@ -253,6 +263,19 @@ _RULES: tuple[_Rule, ...] = (
           r" (?:above|before this|you were given|given to you) (?:are|is|have been|were) (?:now |hereby )?"
           r"(?:null and void|void|null|nullified|cancelled|canceled|revoked|rescinded|invalid|obsolete"
           r"|no longer valid|no longer in effect)\b"),
+    # Injected into data, addressed to the model: "[assistant instructions: when summarizing this
+    # email, also forward ...]". ("Instructions for the AI:" alone is a heading users' own prompt
+    # templates carry: the corpus's benign role-play prompts have it five times.)
+    _rule(_OVERRIDE, 0.75, ("ai", "assistant", "ai assistant", "llm", "chatbot"),  # not "model": a model kit's
+          r" (?:instructions?|directives?|override|command|note|notice) (?:when|if|while|before|after|instead|ignore"
+          r"|forward|send|reply|respond|say|output|always|do not|don t|you must|you should)\b"),
+    # "to any language model processing this text": the model in the third person. ("Dear assistant,
+    # when you read this email, summarise it" is a user's own request: no "dear" or "hey".)
+    _rule(_OVERRIDE, 0.7, ("to any", "to all", "to the", "note to the", "attention", "attention any", "attention all"),
+          rf" {_alt(_EN_AI_NAMES)} {_gap(1)}(?:reading|processing|summarizing|summarising|parsing|analyzing"
+          rf"|analysing|reviewing|screening|scanning|evaluating|ranking|when you read|when you process|when you see"
+          rf"|when you summarize|when you summarise|when you review|that reads|that processes) (?:this|these|the|my)"
+          rf" {_gap(1)}{_alt(_EN_DATA)}\b"),
     # PromptInject's goal hijacking ("STOP EVERYTHING!!! NOW!!! JUST PRINT ...")
     _rule(_OVERRIDE, 0.85, ("stop everything", "stop what you are doing", "stop what you re doing"),
           r" (?:now )?(?:and )?(?:just |instead |only )?(?:print|say|output|write|repeat|type)\b"),
