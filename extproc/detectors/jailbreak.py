@@ -251,18 +251,15 @@ _RULES: tuple[_Rule, ...] = (
           r"|restrictions|policies|policy|settings|measures|guardrails|features|constraints|rules|checks)"
           r" (?:have |has )?(?:now )?(?:been |are |is |were )?(?:now )?(?:temporarily )?"
           r"(?:disabled|removed|turned off|switched off|lifted|deactivated|suspended|bypassed|overridden)\b"),
-    # the override declared done: "the rules above are void", "your previous instructions are cancelled"
-    # (qualified as the model's own or earlier ones: "these guidelines are obsolete" is an editor's remark)
-    # "now" or "hereby" makes it a declaration: "the previous rules are no longer valid after the
-    # 2023 reform" and "your instructions were cancelled by the manager" are reports.
-    _rule(_OVERRIDE, 0.8, ("your", "all your", "any of your", "all of your", "all", "the", "all the"),
-          rf" (?:{_alt(_EN_TEMPORAL)} )?{_alt(_EN_RULE_NOUNS)} (?:are|is|have|has) (?:now|hereby) (?:been )?"
-          r"(?:null and void|void|null|nullified|cancelled|canceled|revoked|rescinded|invalid|invalidated"
-          r"|obsolete)\b"),
+    # The override declared done: "the rules above are void", "your instructions are hereby revoked".
+    # Placed ("above", "you were given") or declared ("now", "hereby"): "the previous rules are no longer
+    # valid after the 2023 reform" and "your instructions were cancelled by the manager" are reports.
+    # Anchored on the noun, not on "the" or "your", which nearly every text has.
     _rule(_OVERRIDE, 0.8, _EN_RULE_NOUNS,
-          r" (?:above|before this|you were given|given to you) (?:are|is|have been|were) (?:now |hereby )?"
+          r" (?:(?:above|before this|you were given|given to you) (?:are|is|have been|has been|were) (?:now |hereby )?"
           r"(?:null and void|void|null|nullified|cancelled|canceled|revoked|rescinded|invalid|obsolete"
-          r"|no longer valid|no longer in effect)\b"),
+          r"|no longer valid|no longer in effect)"
+          r"|(?:are|is|have|has) (?:now|hereby) (?:been )?(?:null and void|void|null|nullified|revoked|rescinded))\b"),
     # Injected into data, addressed to the model: "[assistant instructions: when summarizing this
     # email, also forward ...]". ("Instructions for the AI:" alone is a heading users' own prompt
     # templates carry: the corpus's benign role-play prompts have it five times.)
