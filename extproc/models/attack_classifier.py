@@ -617,6 +617,7 @@ class AttackClassifier:
             raise AttackClassifierError("attack classifier: the C lexical kernel is not built in this install")
         # The stage-1 path: the C kernel when built (default), else numpy. Both give the same
         # feature ids; the logits agree to ~1e-6 (the kernel sums in double, numpy in float32).
+        # The kernel's arguments are fixed here: the weights and config are not changed later.
         self.backend: LexicalBackend = backend or ("c" if _kernel_module is not None else "numpy")
         plan = _plan_of(config)
         self._kernel_args = (
@@ -696,10 +697,7 @@ class AttackClassifier:
 
     def lexical_logit(self, text: str) -> float:
         if self.backend == "c":
-            assert _kernel_module is not None
-            lowered, cased = _bounded_pair(text, self.config)
-            logit: float = _kernel_module.lexical_logit(lowered, cased, *self._kernel_args)
-            return logit
+            return self.kernel_lexical_logit(text)
         return self.numpy_lexical_logit(text)
 
     def kernel_lexical_logit(self, text: str, kernel: KernelFunction | None = None) -> float:
