@@ -342,6 +342,22 @@ def _salt(salt_base: int, n: int) -> int:
 
 
 @functools.lru_cache(maxsize=16)
+def _sublinear_table(config: LexicalConfig) -> FloatArray:
+    """1 + ln(count) as float32 by count (index 0 unused), for every count one text can reach:
+    the values `_sublinear_unit` computes (float64 log, then float32), looked up instead of
+    computed per call. Both the numpy fast path and the C kernel read it."""
+    orders = config.ngram_max - config.ngram_min + 1
+    if config.shape_bits:
+        orders += config.shape_ngram_max - config.shape_ngram_min + 1
+    most = (config.head_chars + config.tail_chars + 5) * orders + 1  # n-grams of the longest bounded text
+    counts = np.arange(most + 1, dtype=np.int64)
+    counts[0] = 1
+    table = (1.0 + np.log(counts)).astype(np.float32)
+    table.flags.writeable = False  # shared by every call and thread
+    return table
+
+
+@functools.lru_cache(maxsize=16)
 def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
     char_orders = range(config.ngram_min, config.ngram_max + 1)
     shape_orders = range(config.shape_ngram_min, config.shape_ngram_max + 1) if config.shape_bits else range(0)
@@ -363,12 +379,6 @@ def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
             valid[block, n - 1] = column <= longest - n
     shifts = np.array([[64 - config.bits], [64 - config.shape_bits if config.shape_bits else 0]], dtype=np.uint64)
     offsets = np.array([[0], [config.buckets]], dtype=np.uint64)
-    # A count never exceeds the n-grams of one text; the values as `_sublinear_unit` computes
-    # them (float64 log, then float32), looked up instead of computed per call.
-    most = longest * (len(char_orders) + len(shape_orders)) + 1
-    counts = np.arange(most + 1, dtype=np.int64)
-    counts[0] = 1
-    sublinear = (1.0 + np.log(counts)).astype(np.float32)
     # x / s * w == x / (s / w) exactly when w is a power of two (scaling by 2^e commutes with
     # rounding): one pass instead of two over the shape values.
     weight = np.float32(config.shape_weight)
@@ -384,11 +394,11 @@ def _feature_plan(config: LexicalConfig) -> _FeaturePlan:
         valid=valid,
         valid_both=np.ascontiguousarray(valid.transpose(1, 0, 2)),
         shape_start=np.uint32(config.buckets),
-        sublinear=sublinear,
+        sublinear=_sublinear_table(config),
         shape_scale=shape_scale,
     )
     # Shared by every call (and thread): a stray in-place write would corrupt every later score.
-    for array in (salts, shifts, offsets, inverse_powers, powers, valid, plan.valid_both, sublinear):
+    for array in (salts, shifts, offsets, inverse_powers, powers, valid, plan.valid_both):
         array.flags.writeable = False
     return plan
 
@@ -618,11 +628,11 @@ class AttackClassifier:
         # The stage-1 path: the C kernel when built (default), else numpy. Both give the same
         # feature ids; the logits agree to ~1e-6 (the kernel sums in double, numpy in float32).
         # The kernel's arguments are fixed here: the weights and config are not changed later.
+        # (Only the count table: the numpy path's plan is built on its first use, if any.)
         self.backend: LexicalBackend = backend or ("c" if _kernel_module is not None else "numpy")
-        plan = _plan_of(config)
         self._kernel_args = (
             self.lexical_weights,
-            plan.sublinear,
+            _sublinear_table(config),
             self.lexical_bias,
             config.bits,
             config.ngram_min,
