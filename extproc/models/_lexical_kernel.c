@@ -73,23 +73,25 @@ static void count_ngrams(Counter *counter, const uint64_t *codes, Py_ssize_t len
     }
 }
 
-/* sum_id w[id] * v(id) and sum_id v(id)^2 over the counter's ids in [lo, hi), v = sublinear[count]. */
-static void block_sums(const Counter *c, uint32_t lo, uint32_t hi, const float *weights, const float *sublinear,
-                       Py_ssize_t n_sublinear, double *dot, double *square) {
-    double d = 0.0, s = 0.0;
+/* Per block (0: character ids below `buckets`, 1: shape ids), in one pass over the counted ids:
+ * sum_id w[id] * v(id) and sum_id v(id)^2, v = sublinear[count]. */
+static void block_sums(const Counter *c, uint32_t buckets, const float *weights, const float *sublinear,
+                       Py_ssize_t n_sublinear, double dot[2], double square[2]) {
+    double char_dot = 0.0, char_square = 0.0, shape_dot = 0.0, shape_square = 0.0;
     for (size_t k = 0; k < c->n_used; k++) {
         size_t slot = c->used[k];
         uint32_t id = c->ids[slot];
-        if (id < lo || id >= hi) {
-            continue;
-        }
         Py_ssize_t count = c->counts[slot];
         double v = count < n_sublinear ? (double)sublinear[count] : 1.0 + log((double)count);
-        d += (double)weights[id] * v;
-        s += v * v;
+        if (id < buckets) {
+            char_dot += (double)weights[id] * v;
+            char_square += v * v;
+        } else {
+            shape_dot += (double)weights[id] * v;
+            shape_square += v * v;
+        }
     }
-    *dot = d;
-    *square = s;
+    dot[0] = char_dot, dot[1] = shape_dot, square[0] = char_square, square[1] = shape_square;
 }
 
 static int is_float32(const Py_buffer *b) {
@@ -199,13 +201,11 @@ static PyObject *lexical_logit(PyObject *module, PyObject *const *args, Py_ssize
         count_ngrams(&counter, codes + n_lower, n_cased, (int)s_min, (int)s_max, SHAPE_SALT_BASE, (int)shape_bits,
                      buckets);
     }
-    double char_dot, char_square, shape_dot, shape_square;
-    block_sums(&counter, 0, buckets, weights, sublinear, n_sublinear, &char_dot, &char_square);
-    block_sums(&counter, buckets, buckets + shape_buckets, weights, sublinear, n_sublinear, &shape_dot,
-               &shape_square);
+    double dot[2], square[2];
+    block_sums(&counter, buckets, weights, sublinear, n_sublinear, dot, square);
     double logit = bias;
-    if (char_square > 0.0) logit += char_dot / sqrt(char_square);
-    if (shape_square > 0.0) logit += shape_dot * shape_weight / sqrt(shape_square);
+    if (square[0] > 0.0) logit += dot[0] / sqrt(square[0]);
+    if (square[1] > 0.0) logit += dot[1] * shape_weight / sqrt(square[1]);
     result = PyFloat_FromDouble(logit);
 
 done:
