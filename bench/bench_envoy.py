@@ -106,6 +106,11 @@ def request_bodies(distinct: int) -> list[bytes]:
     return bodies
 
 
+def chat_payloads(port: int, bodies: list[bytes]) -> list[bytes]:
+    """The raw HTTP requests posting `bodies` to the chat completions path on `port`."""
+    return [build_request("127.0.0.1", port, "/v1/chat/completions", body) for body in bodies]
+
+
 def bench_config(
     policy: Path, options: EnvoyOptions, plain_port: int, three_port: int, upstream_port: int, demo: dict[str, str]
 ) -> str:
@@ -255,16 +260,12 @@ class Comparison:
         )
 
 
-def compare(stack: Stack, baseline: Stack, args: argparse.Namespace) -> Comparison:
+def compare(stack: Stack, baseline: Stack, args: argparse.Namespace, bodies: list[bytes]) -> Comparison:
     """Throughput of the one-message path on both stacks in alternating rounds (which goes first
     alternates too), so load from elsewhere on this host weighs on both alike."""
     result = Comparison()
     port = {id(s): s.config.envoy.listener_port for s in (stack, baseline)}
-    bodies = request_bodies(args.distinct)
-    payloads = {
-        id(s): [build_request("127.0.0.1", port[id(s)], "/v1/chat/completions", body) for body in bodies]
-        for s in (stack, baseline)
-    }
+    payloads = {id(s): chat_payloads(port[id(s)], bodies) for s in (stack, baseline)}
     for s in (stack, baseline):
         asyncio.run(
             run_load("127.0.0.1", port[id(s)], payloads[id(s)], concurrency=args.concurrency, total=args.warmup)
@@ -362,9 +363,9 @@ def main() -> int:
     stack, options, plain_port, three_port = main_stack
     print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
     bodies = request_bodies(args.distinct)
-    payloads_vsr = [build_request("127.0.0.1", options.listener_port, "/v1/chat/completions", b) for b in bodies]
-    payloads_plain = [build_request("127.0.0.1", plain_port, "/v1/chat/completions", b) for b in bodies]
-    payloads_three = [build_request("127.0.0.1", three_port, "/v1/chat/completions", b) for b in bodies]
+    payloads_vsr = chat_payloads(options.listener_port, bodies)
+    payloads_plain = chat_payloads(plain_port, bodies)
+    payloads_three = chat_payloads(three_port, bodies)
     pids: dict[str, int | None] = {
         "envoy": stack.procs["envoy"].pid,
         "ext_proc": stack.procs["extproc"].pid,
@@ -378,9 +379,7 @@ def main() -> int:
         floor_result: tuple[LoadResult, LoadResult, dict[str, float]] | None = None
         if floor is not None:
             floor_stack, floor_options = floor[0], floor[1]
-            payloads_floor = [
-                build_request("127.0.0.1", floor_options.listener_port, "/v1/chat/completions", b) for b in bodies
-            ]
+            payloads_floor = chat_payloads(floor_options.listener_port, bodies)
             floor_pids: dict[str, int | None] = {
                 "envoy": floor_stack.procs["envoy"].pid,
                 "ext_proc": floor_stack.procs["extproc"].pid,
@@ -388,7 +387,7 @@ def main() -> int:
             }
             floor_result = asyncio.run(measure(floor_options.listener_port, payloads_floor, args, floor_pids))
         if other is not None:
-            comparison = compare(stack, other[0], args)
+            comparison = compare(stack, other[0], args, bodies)
     finally:
         stack.stop()
         if other is not None:
