@@ -2,8 +2,8 @@
 local Hugging Face sequence-classification checkpoint.
 
 `model: builtin:prompt-attack` is the shipped cascade (`extproc.models.attack_classifier`):
-a hashed character n-gram logistic regression (pure numpy, microseconds) and an MLP head over
-the all-MiniLM-L6-v2 sentence embedding. `stage` picks what runs:
+a hashed character and shape n-gram logistic regression (inline: a few microseconds, in C)
+and an MLP head over the all-MiniLM-L6-v2 sentence embedding. `stage` picks what runs:
 
 - `lexical`: the n-gram stage alone, inline on the event loop. Default threshold: the
   model's `high` (where the lexical stage alone is confident).
@@ -410,7 +410,7 @@ class PromptAttackSignal(ClassifierSignal):
 
 
 class PromptAttackLexicalSignal(PromptAttackSignal):
-    """Stage 1 alone: inline, pure numpy."""
+    """Stage 1 alone: inline (the C kernel, or numpy where it is not built)."""
 
     inline: ClassVar[bool] = True
 
