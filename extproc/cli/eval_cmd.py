@@ -28,6 +28,13 @@ def _gate(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _label(text: str) -> tuple[str, str]:
+    label, sep, decision = text.partition("=")
+    if not sep or not label or not decision:
+        raise argparse.ArgumentTypeError(f"expected LABEL=DECISION, got {text!r}")
+    return label, decision
+
+
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "eval",
@@ -50,12 +57,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--all-signals", action="store_true", help="run every signal on every case (hit rates over all cases)"
     )
     parser.add_argument("--max-misses", type=int, default=50, help="misses listed in the text report (default 50)")
+    parser.add_argument(
+        "--labels", type=_label, action="append", default=[], metavar="LABEL=DECISION",
+        help="read a labelled corpus (rows with `label`): LABEL's rows expect DECISION; rows of an unmapped "
+        "label expect none of the mapped decisions (repeatable; e.g. attack=jailbreak_block)",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        cases = load_cases(args.cases)
+        cases = load_cases(args.cases, dict(args.labels) or None)
     except EvalInputError as exc:
         print(f"extproc eval: {exc}", file=sys.stderr)
         return 2

@@ -7,11 +7,15 @@ A case file is JSON Lines, one case a line:
     {"id": "ok-1", "request": {"model": "auto", "messages": [...]}, "expected_decision": "general"}
 
 `text` is wrapped as a one-message chat request; `request` is any OpenAI request body (`path`
-names its endpoint when the body alone does not tell). `expected_signals` maps a signal name
-to `true` / `false` (should it match?) or to a list of labels it should report (`[]`: should
-not match). Every case runs through the real `Router`, lazy dispatch included; signals a case
-has expectations for that the router did not need are then run too, so each expectation is
-checked (`all_signals` runs every signal, for hit rates over the whole set).
+names its endpoint when the body alone does not tell). `expected_not` lists decisions the case
+must not get (a benign prompt: neither refusal), for cases whose right decision is any other.
+A labelled corpus (rows with `label`, such as the safety corpus's `attack` / `harmful` /
+`benign`) is read with a label map (`extproc eval --labels attack=jailbreak_block`): a mapped
+label is the expected decision, an unmapped one expects none of the mapped decisions.
+`expected_signals` maps a signal name to `true` / `false` (should it match?) or to a list of
+labels it should report (`[]`: should not match). Every case runs through the real `Router`,
+lazy dispatch included; signals a case has expectations for that the router did not need are
+then run too, so each expectation is checked (`all_signals` runs every signal, for hit rates over the whole set).
 
 The report: per-decision precision, recall and false-positive rate (cases expected *not* to
 get the decision that got it, over all such cases), the confusion matrix, per-signal hit
@@ -34,7 +38,10 @@ from extproc.router import Router
 from extproc.signals.base import SignalResult
 from extproc.signals.dispatch import Dispatcher
 
-CASE_FIELDS = frozenset({"id", "text", "request", "path", "expected_decision", "expected_signals", "lang", "category"})
+CASE_FIELDS = frozenset(
+    {"id", "text", "request", "path", "expected_decision", "expected_not", "expected_signals", "lang", "category"}
+)
+CORPUS_FIELDS = frozenset({"label", "source"})  # a labelled corpus's rows, read with a label map
 Expectation = bool | tuple[str, ...]  # should match / labels it should report
 
 
@@ -55,6 +62,7 @@ class EvalCase:
     path: str = ""
     expected_decision: str | None = None
     expected_signals: Mapping[str, Expectation] = field(default_factory=dict)
+    expected_not: tuple[str, ...] = ()  # decisions the case must not get
     lang: str | None = None
     category: str | None = None
 
@@ -68,13 +76,35 @@ def _optional_str(obj: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def parse_case(obj: Any, line: int) -> EvalCase:
-    """One case from its decoded JSON line; ValueError says what is wrong with it."""
+def parse_case(obj: Any, line: int, labels: Mapping[str, str] | None = None) -> EvalCase:
+    """One case from its decoded JSON line; ValueError says what is wrong with it. With `labels`
+    (corpus label -> decision), a row's `label` gives its expected decision, or (unmapped) the
+    mapped decisions it must not get."""
     if not isinstance(obj, dict):
         raise ValueError("a case must be a JSON object")
-    unknown = sorted(set(obj) - CASE_FIELDS)
+    known = CASE_FIELDS | CORPUS_FIELDS if labels else CASE_FIELDS
+    unknown = sorted(set(obj) - known)
     if unknown:
-        raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(CASE_FIELDS))}")
+        hint = " (a labelled corpus? give --labels LABEL=DECISION)" if "label" in unknown else ""
+        raise ValueError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}{hint}"
+        )
+    expected_not = obj.get("expected_not", [])
+    if not isinstance(expected_not, list) or not all(isinstance(d, str) and d for d in expected_not):
+        raise ValueError("'expected_not' must be a list of decision names")
+    expected_decision = _optional_str(obj, "expected_decision")
+    if labels and "label" in obj:
+        label = obj["label"]
+        if not isinstance(label, str):
+            raise ValueError("'label' must be a string")
+        if expected_decision is not None or expected_not:
+            raise ValueError("a row with 'label' takes its expectation from --labels, not from expected_* fields")
+        if label in labels:
+            expected_decision = labels[label]
+        else:
+            expected_not = sorted(set(labels.values()))
+    if expected_decision is not None and expected_not:
+        raise ValueError("give expected_decision or expected_not, not both")
     if ("text" in obj) == ("request" in obj):
         raise ValueError("a case needs exactly one of 'text' or 'request'")
     if "text" in obj:
@@ -105,15 +135,18 @@ def parse_case(obj: Any, line: int) -> EvalCase:
         line=line,
         body=body,
         path=_optional_str(obj, "path") or "",
-        expected_decision=_optional_str(obj, "expected_decision"),
+        expected_decision=expected_decision,
         expected_signals=signals,
+        expected_not=tuple(expected_not),
         lang=_optional_str(obj, "lang"),
         category=_optional_str(obj, "category"),
     )
 
 
-def parse_cases(lines: Iterable[str], file: str = "<cases>") -> list[EvalCase]:
-    """Cases from JSON Lines (blank lines and lines starting with '#' are skipped)."""
+def parse_cases(
+    lines: Iterable[str], file: str = "<cases>", labels: Mapping[str, str] | None = None
+) -> list[EvalCase]:
+    """Cases from JSON Lines (blank lines and lines starting with '#' are skipped); `labels` as in `parse_case`."""
     cases: list[EvalCase] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
@@ -125,7 +158,7 @@ def parse_cases(lines: Iterable[str], file: str = "<cases>") -> list[EvalCase]:
         except ValueError as exc:
             raise EvalInputError(f"malformed JSON: {exc}", file=file, line=number) from None
         try:
-            case = parse_case(obj, number)
+            case = parse_case(obj, number, labels)
         except ValueError as exc:
             raise EvalInputError(str(exc), file=file, line=number) from None
         if case.id in seen:
@@ -137,14 +170,15 @@ def parse_cases(lines: Iterable[str], file: str = "<cases>") -> list[EvalCase]:
     return cases
 
 
-def load_cases(path: Path) -> list[EvalCase]:
+def load_cases(path: Path, labels: Mapping[str, str] | None = None) -> list[EvalCase]:
     """Cases from a JSONL file; EvalInputError for an unreadable file or a bad line."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise EvalInputError(f"cannot read: {reason}", file=str(path)) from None
-    return parse_cases(text.splitlines(), str(path))
+    # Not splitlines(): a corpus text may hold U+2028, which JSON leaves unescaped.
+    return parse_cases(text.split("\n"), str(path), labels)
 
 
 def parse_gate(text: str) -> tuple[str, float]:
@@ -204,9 +238,11 @@ class CaseResult:
 
     @property
     def decision_ok(self) -> bool | None:
-        if self.case.expected_decision is None:
-            return None
-        return self.actual == self.case.expected_decision
+        if self.case.expected_decision is not None:
+            return self.actual == self.case.expected_decision
+        if self.case.expected_not:
+            return self.actual not in self.case.expected_not
+        return None
 
     def signal_checks(self) -> dict[str, bool | None]:
         return {name: signal_ok(want, self.signals.get(name)) for name, want in self.case.expected_signals.items()}
@@ -228,6 +264,7 @@ class CaseResult:
             "id": self.case.id,
             "line": self.case.line,
             "expected_decision": self.case.expected_decision,
+            "expected_not": list(self.case.expected_not),
             "actual_decision": self.actual,
             "model": self.model,
             "matched_signals": self.matched_signals,
@@ -246,13 +283,14 @@ def check_cases(cases: Sequence[EvalCase], router: Router, file: str = "<cases>"
     policy = router.policy
     decisions = {d.name for d in policy.decisions} | {policy.default.name}
     for case in cases:
-        want = case.expected_decision
-        if want is not None and want not in decisions and not want.startswith(("error:", "signal_failure:")):
-            raise EvalInputError(
-                f"expected_decision {want!r} is not a decision of the policy ({', '.join(sorted(decisions))})",
-                file=file,
-                line=case.line,
-            )
+        named = [("expected_decision", case.expected_decision), *(("expected_not", d) for d in case.expected_not)]
+        for key, want in named:
+            if want is not None and want not in decisions and not want.startswith(("error:", "signal_failure:")):
+                raise EvalInputError(
+                    f"{key} {want!r} is not a decision of the policy ({', '.join(sorted(decisions))})",
+                    file=file,
+                    line=case.line,
+                )
         for name, expectation in case.expected_signals.items():
             signal = policy.signals.get(name)
             if signal is None:
@@ -355,11 +393,19 @@ class DecisionStats:
 
 
 def decision_stats(results: Sequence[CaseResult]) -> dict[str, DecisionStats]:
-    scored = [r for r in results if r.case.expected_decision is not None]
-    names = sorted({r.case.expected_decision for r in scored if r.case.expected_decision} | {r.actual for r in scored})
+    """Per decision: support, predictions, true and false positives. A case with only
+    `expected_not` is a negative of those decisions alone (any other may be right for it)."""
+    scored = [r for r in results if r.case.expected_decision is not None or r.case.expected_not]
+    names = sorted(
+        {r.case.expected_decision for r in scored if r.case.expected_decision}
+        | {r.actual for r in scored}
+        | {d for r in scored for d in r.case.expected_not}
+    )
     stats = {name: DecisionStats(name) for name in names}
     for r in scored:
         for name, s in stats.items():
+            if r.case.expected_decision is None and name not in r.case.expected_not:
+                continue
             expected = r.case.expected_decision == name
             got = r.actual == name
             s.support += expected
@@ -415,6 +461,8 @@ class EvalReport:
         for r in self.results:
             if r.case.expected_decision is not None:
                 matrix[r.case.expected_decision][r.actual] += 1
+            elif r.case.expected_not:
+                matrix["not " + "/".join(r.case.expected_not)][r.actual] += 1
         return {exp: dict(sorted(row.items())) for exp, row in sorted(matrix.items())}
 
     def accuracy(self) -> tuple[int, int]:
