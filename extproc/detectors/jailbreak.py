@@ -421,7 +421,8 @@ _RULES: tuple[_Rule, ...] = (
           ("ora sei", "adesso sei", "da ora sei", "d ora in poi sei", "da adesso sei", "da ora in poi sei"),
           r" (?:un |una |il )?(?:dan|ia senza (?:restrizioni|regole|filtri|limiti|censura))\b"),
     _rule(_ROLEPLAY, 0.9,
-          ("agora voce e", "agora voce sera", "a partir de agora voce e", "voce agora e", "a partir de agora voce sera"),
+          ("agora voce e", "agora voce sera", "a partir de agora voce e", "voce agora e",
+           "a partir de agora voce sera"),
           r" (?:um |uma |o )?(?:dan|ia sem (?:restricoes|regras|filtros|limites|censura))\b"),
     # "Fai finta di non avere alcuna restrizione": pretending the model's limits away, in other
     # languages (pretend-verbs only: "imagina que no tienes límites" is a coach's phrase).
