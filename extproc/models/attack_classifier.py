@@ -38,7 +38,7 @@ import functools
 import json
 import math
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -68,7 +68,10 @@ DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "attack_clas
 LEXICAL_FILE = "lexical.safetensors"
 HEAD_FILE = "embedding_head.safetensors"
 META_FILE = "meta.json"
-FORMAT_VERSION = 2  # 2: the lexical weights carry a shape n-gram block after the character block
+# 2: the lexical weights carry a shape n-gram block after the character block; 3: several outputs
+# (`attack`, `harmful`), each with its own lexical weights, head and thresholds, named by prefix.
+FORMAT_VERSION = 3
+DEFAULT_OUTPUT = "attack"
 EMBEDDING_DIM = 384
 
 FloatArray = npt.NDArray[np.float32]
@@ -171,6 +174,22 @@ class LexicalConfig:
             shape_ngram_max=data["shape_ngram_max"],
             shape_weight=float(weight),
         )
+
+
+HEAD_SCRIPTS = ("any", "latin")
+_LATIN_END = 0x250  # Basic Latin to Latin Extended-B: the letters MiniLM's vocabulary reads
+
+
+def mostly_latin(text: str) -> bool:
+    """True when at least half of the text's letters are Latin (ASCII text always is)."""
+    if text.isascii():
+        return True
+    letters = latin = 0
+    for ch in text:
+        if ch.isalpha():
+            letters += 1
+            latin += ord(ch) < _LATIN_END
+    return latin * 2 >= letters
 
 
 def _trimmed(text: str, config: LexicalConfig) -> str:
@@ -530,10 +549,36 @@ class Thresholds:
     low: float  # lexical p below it: benign, no embedding
     high: float  # lexical p at or above it: attack, no embedding
     decision: float  # embedding-stage probability at or above it: attack
+    # A text shorter than short_chars carries little evidence: the lexical stage alone decides it
+    # only at short_high (>= high); between high and short_high the embedding stage confirms.
+    short_chars: int = 0
+    short_high: float | None = None  # None: high
+    # Which texts the embedding stage may judge: "any", or "latin" (texts mostly in Latin letters):
+    # all-MiniLM-L6-v2 reads English; on other scripts its embedding is noise, and a head trained on
+    # few such texts can turn "write a thank-you letter to my teacher" in Chinese into a refusal.
+    # A text it may not judge is decided by the lexical stage alone (at the sure threshold).
+    head_scripts: str = "any"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.low <= self.high <= 1.0 or not 0.0 <= self.decision <= 1.0:
             raise ValueError(f"thresholds must satisfy 0 <= low <= high <= 1 and 0 <= decision <= 1, got {self}")
+        if self.short_chars < 0:
+            raise ValueError(f"short_chars must be >= 0, got {self.short_chars}")
+        if self.short_high is not None and not self.high <= self.short_high <= 1.0:
+            raise ValueError(f"short_high must lie between high and 1, got {self}")
+        if self.head_scripts not in HEAD_SCRIPTS:
+            raise ValueError(f"head_scripts must be one of {', '.join(HEAD_SCRIPTS)}, got {self.head_scripts!r}")
+
+    def head_reads(self, text: str) -> bool:
+        """May the embedding stage judge `text`? (See `head_scripts`.)"""
+        return self.head_scripts == "any" or mostly_latin(text)
+
+    def sure(self, length: int) -> float:
+        """The lexical probability at or above which a text of `length` characters is decided
+        without the embedding stage."""
+        if length < self.short_chars and self.short_high is not None:
+            return self.short_high
+        return self.high
 
 
 @dataclass(frozen=True, slots=True)
@@ -602,6 +647,33 @@ def _meta_section(meta: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return section
 
 
+def read_meta(directory: Path) -> dict[str, Any]:
+    """The weights folder's meta.json, checked for its format version."""
+    meta_path = directory / META_FILE
+    if not meta_path.is_file():
+        raise AttackClassifierError(f"attack classifier: missing {meta_path}")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AttackClassifierError(f"attack classifier: cannot read {meta_path}: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise AttackClassifierError(f"attack classifier: {meta_path} is not a JSON object")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise AttackClassifierError(
+            f"attack classifier: {meta_path} format_version {meta.get('format_version')!r}, "
+            f"this code reads {FORMAT_VERSION}"
+        )
+    return meta
+
+
+def output_names(meta: Mapping[str, Any]) -> list[str]:
+    """The outputs a weights folder holds, in order (the first is the attack output)."""
+    outputs = meta.get("outputs")
+    if not isinstance(outputs, list) or not outputs or not all(isinstance(o, str) and o for o in outputs):
+        raise AttackClassifierError("attack classifier: meta.json outputs must be a non-empty list of names")
+    return list(outputs)
+
+
 class AttackClassifier:
     """The loaded cascade: `lexical_score`, `needs_embedding`, `embedding_score`, `classify`."""
 
@@ -614,6 +686,7 @@ class AttackClassifier:
         thresholds: Thresholds,
         meta: Mapping[str, Any] | None = None,
         backend: LexicalBackend | None = None,
+        label: str = DEFAULT_OUTPUT,
     ) -> None:
         if lexical_weights.shape != (config.n_features,):
             raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.n_features},)")
@@ -622,6 +695,7 @@ class AttackClassifier:
         self.lexical_bias = float(lexical_bias)
         self.head = head
         self.thresholds = thresholds
+        self.label = label  # the output this instance scores (`attack`, `harmful`)
         self.meta: Mapping[str, Any] = meta or {}
         if backend == "c" and _kernel_module is None:
             raise AttackClassifierError("attack classifier: the C lexical kernel is not built in this install")
@@ -646,23 +720,16 @@ class AttackClassifier:
     # --- loading ---------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, directory: Path | None = None, backend: LexicalBackend | None = None) -> AttackClassifier:
-        """Load from `directory` (default: the weights shipped in the package); `backend`
-        forces the stage-1 path (default: C when built)."""
+    def load(
+        cls, directory: Path | None = None, backend: LexicalBackend | None = None, output: str = DEFAULT_OUTPUT
+    ) -> AttackClassifier:
+        """Load one output (default `attack`) from `directory` (default: the weights shipped in
+        the package); `backend` forces the stage-1 path (default: C when built)."""
         directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
-        meta_path = directory / META_FILE
-        if not meta_path.is_file():
-            raise AttackClassifierError(f"attack classifier: missing {meta_path}")
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise AttackClassifierError(f"attack classifier: cannot read {meta_path}: {exc}") from exc
-        if not isinstance(meta, dict):
-            raise AttackClassifierError(f"attack classifier: {meta_path} is not a JSON object")
-        if meta.get("format_version") != FORMAT_VERSION:
+        meta = read_meta(directory)
+        if output not in output_names(meta):
             raise AttackClassifierError(
-                f"attack classifier: {meta_path} format_version {meta.get('format_version')!r}, "
-                f"this code reads {FORMAT_VERSION}"
+                f"attack classifier: {directory / META_FILE} has no output {output!r}; outputs: {output_names(meta)}"
             )
         try:
             config = LexicalConfig.from_json(_meta_section(meta, "lexical"))
@@ -671,8 +738,8 @@ class AttackClassifier:
 
         lex_path = directory / LEXICAL_FILE
         lex = _read_safetensors(lex_path)
-        weights = _tensor(lex, "weight", (config.n_features,), lex_path)
-        bias = _tensor(lex, "bias", (1,), lex_path)
+        weights = _tensor(lex, f"{output}.weight", (config.n_features,), lex_path)
+        bias = _tensor(lex, f"{output}.bias", (1,), lex_path)
 
         head_meta = _meta_section(meta, "head")
         hidden = head_meta.get("hidden")
@@ -683,25 +750,35 @@ class AttackClassifier:
         head_path = directory / HEAD_FILE
         ht = _read_safetensors(head_path)
         head = HeadParams(
-            w1=_tensor(ht, "w1", (hidden, EMBEDDING_DIM + 1), head_path),
-            b1=_tensor(ht, "b1", (hidden,), head_path),
-            w2=_tensor(ht, "w2", (hidden,), head_path),
-            b2=float(_tensor(ht, "b2", (1,), head_path)[0]),
+            w1=_tensor(ht, f"{output}.w1", (hidden, EMBEDDING_DIM + 1), head_path),
+            b1=_tensor(ht, f"{output}.b1", (hidden,), head_path),
+            w2=_tensor(ht, f"{output}.w2", (hidden,), head_path),
+            b2=float(_tensor(ht, f"{output}.b2", (1,), head_path)[0]),
             logit_clip=_meta_float(head_meta, "logit_clip", "head"),
             logit_scale=_meta_float(head_meta, "logit_scale", "head"),
         )
         if head.logit_clip <= 0 or head.logit_scale <= 0:
             raise AttackClassifierError("attack classifier: meta.json head.logit_clip/logit_scale must be > 0")
-        th = _meta_section(meta, "thresholds")
+        all_thresholds = _meta_section(meta, "thresholds")
+        where = f"thresholds.{output}"
+        th = all_thresholds.get(output)
+        if not isinstance(th, dict):
+            raise AttackClassifierError(f"attack classifier: meta.json lacks the {where!r} object")
+        short_chars = th.get("short_chars", 0)
+        if not isinstance(short_chars, int) or isinstance(short_chars, bool):
+            raise AttackClassifierError(f"attack classifier: meta.json {where}.short_chars must be an integer")
         try:
             thresholds = Thresholds(
-                low=_meta_float(th, "low", "thresholds"),
-                high=_meta_float(th, "high", "thresholds"),
-                decision=_meta_float(th, "decision", "thresholds"),
+                low=_meta_float(th, "low", where),
+                high=_meta_float(th, "high", where),
+                decision=_meta_float(th, "decision", where),
+                short_chars=short_chars,
+                short_high=_meta_float(th, "short_high", where) if "short_high" in th else None,
+                head_scripts=str(th.get("head_scripts", "any")),
             )
         except ValueError as exc:
             raise AttackClassifierError(f"attack classifier: meta.json: {exc}") from exc
-        return cls(config, weights, float(bias[0]), head, thresholds, meta, backend)
+        return cls(config, weights, float(bias[0]), head, thresholds, meta, backend, output)
 
     # --- stage 1 ---------------------------------------------------------------------------
 
@@ -718,6 +795,11 @@ class AttackClassifier:
         lowered, cased = _bounded_pair(text, self.config)
         return float(kernel(lowered, cased, *self._kernel_args))
 
+    def kernel_logit_of_bounded(self, lowered: str | None, cased: str) -> float:
+        """The C kernel's logit of a text already cut by `_bounded_pair` (shared by outputs)."""
+        assert _kernel_module is not None
+        return float(_kernel_module.lexical_logit(lowered, cased, *self._kernel_args))
+
     def numpy_lexical_logit(self, text: str) -> float:
         """The stage-1 logit on the numpy path (`lexical_features`): the C kernel's reference."""
         ids, values = lexical_features(text, self.config)
@@ -729,9 +811,11 @@ class AttackClassifier:
         """Probability (0..1) that `text` is a prompt attack, from the lexical stage alone."""
         return _sigmoid(self.lexical_logit(text))
 
-    def needs_embedding(self, lexical: float) -> bool:
-        """True when the lexical probability lies between `low` and `high`."""
-        return self.thresholds.low <= lexical < self.thresholds.high
+    def needs_embedding(self, lexical: float, length: int | None = None) -> bool:
+        """True when the lexical probability lies between `low` and the sure threshold of a text
+        of `length` characters (`high`, or `short_high` for a short text; None: `high`)."""
+        sure = self.thresholds.high if length is None else self.thresholds.sure(length)
+        return self.thresholds.low <= lexical < sure
 
     # --- stage 2 ---------------------------------------------------------------------------
 
@@ -755,12 +839,32 @@ class AttackClassifier:
         p = self.lexical_score(text)
         if p < self.thresholds.low:
             return AttackVerdict(False, "lexical", p, p)
-        if p >= self.thresholds.high:
+        if p >= self.thresholds.sure(len(text)):
             return AttackVerdict(True, "lexical", p, p)
+        if not self.thresholds.head_reads(text):
+            return AttackVerdict(False, "lexical", p, p)
         if embed is None:
             return AttackVerdict(None, "embedding", p, p)
         s = self.embedding_score(embed(text), p)
         return AttackVerdict(s >= self.thresholds.decision, "embedding", p, s)
+
+
+def lexical_scores(classifiers: Sequence[AttackClassifier], text: str) -> list[float]:
+    """Each classifier's lexical probability of `text`. Outputs of one weights folder share their
+    feature config: on the C kernel the text is normalised and cut once for all of them."""
+    if not classifiers:
+        return []
+    first = classifiers[0]
+    if first.backend != "c" or any(c.config != first.config or c.backend != "c" for c in classifiers[1:]):
+        return [c.lexical_score(text) for c in classifiers]
+    lowered, cased = _bounded_pair(text, first.config)
+    return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased)) for c in classifiers]
+
+
+def load_outputs(directory: Path | None = None, backend: LexicalBackend | None = None) -> dict[str, AttackClassifier]:
+    """Every output of a weights folder (the shipped one by default), by name, in meta.json order."""
+    directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
+    return {name: AttackClassifier.load(directory, backend, name) for name in output_names(read_meta(directory))}
 
 
 def check_kernel_parity(

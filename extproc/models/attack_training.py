@@ -28,6 +28,7 @@ Procedure (deterministic: fixed folds, fixed seeds, one torch thread):
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import json
 import math
@@ -54,6 +55,8 @@ from extproc.models.attack_classifier import (
     AttackClassifier,
     LexicalConfig,
     lexical_features,
+    load_outputs,
+    mostly_latin,
 )
 
 FloatArray = npt.NDArray[np.float32]
@@ -62,7 +65,11 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 ATTACK = "attack"
+HARMFUL = "harmful"
 BENIGN = "benign"
+LABELS = (ATTACK, HARMFUL, BENIGN)
+SHORT_TEXT_CHARS = 200  # "short" in the reports (the issue's and the corpus's measure)
+SHORT_HIGH_CAP = 0.999  # a short text's lexical score this high is overwhelming evidence
 SOURCES_CITE = "/work/shared/data/safety/SOURCES.md (in CI: ../shared/data/safety/SOURCES.md)"
 
 
@@ -76,7 +83,7 @@ EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
 @dataclass(frozen=True, slots=True)
 class CorpusRow:
     text: str
-    label: str  # "attack" | "benign"
+    label: str  # "attack" | "harmful" | "benign"
     category: str
     lang: str
     source: str
@@ -119,6 +126,22 @@ class TrainConfig:
     crop_max_chars: int = 240
     crop_categories: tuple[str, ...] = ()  # benign categories to cut; empty: every category
     crop_weight: float = 1.0  # a crop's weight relative to a corpus row of a group the same size
+    # The outputs trained, each one a label of the corpus against the rest (see `output_rows`);
+    # an output whose label the corpus lacks is skipped.
+    outputs: tuple[str, ...] = (ATTACK, HARMFUL)
+    # Short texts (< short_chars characters) carry little evidence: the lexical stage alone decides
+    # one only at short_high, the lexical probability that at most short_fp_target of the short
+    # benign texts (corpus rows and crops, out of fold) reach; below it the embedding stage confirms.
+    short_chars: int = 200
+    short_fp_target: float = 0.0  # 0: the highest out-of-fold score of a short benign text
+    # Per output, a stricter false-positive target than fp_target (harmful: the default policy
+    # refuses on it, and a refused ordinary question costs more than a missed harmful one).
+    fp_targets: tuple[tuple[str, float], ...] = ((HARMFUL, 0.004),)
+    # Outputs whose embedding stage judges only texts mostly in Latin letters (`Thresholds.head_scripts`).
+    latin_head_outputs: tuple[str, ...] = (HARMFUL,)
+    # Everyday requests written for this project (`attack_everyday.py`: creative writing, role-play,
+    # "act as", seventeen languages) as benign training rows, like crops: trained on, never scored.
+    everyday: bool = True
     threads: int = 1
 
 
@@ -145,8 +168,8 @@ def load_corpus(path: Path, split: str = "train") -> list[CorpusRow]:
                 )
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"{file}:{lineno}: bad row: {exc}") from exc
-            if row.label not in (ATTACK, BENIGN):
-                raise ValueError(f"{file}:{lineno}: label must be attack or benign, got {row.label!r}")
+            if row.label not in LABELS:
+                raise ValueError(f"{file}:{lineno}: label must be one of {', '.join(LABELS)}, got {row.label!r}")
             rows.append(row)
     return rows
 
@@ -170,7 +193,7 @@ def benign_crops(row: CorpusRow, cfg: TrainConfig) -> list[CorpusRow]:
     category `crop/<category>` (the same language and source). Deterministic: the pieces
     are ranked by a hash of their text. CJK pieces count each character twice, since a
     CJK character carries about a word."""
-    if row.is_attack or cfg.crops_per_row <= 0:
+    if row.label != BENIGN or cfg.crops_per_row <= 0:
         return []
     if cfg.crop_categories and row.category not in cfg.crop_categories:
         return []
@@ -408,18 +431,50 @@ class CascadeChoice:
     fp_rate: float
     benign_embedded: float
     attack_embedded: float
+    short_high: float | None = None  # the sure threshold of short texts (None: high)
 
 
-def cascade_predict(p: F64Array, s: F64Array, low: float, high: float, decision: float) -> tuple[BoolArray, BoolArray]:
-    """(flagged, embedded) for lexical probabilities `p` and head probabilities `s`."""
-    embedded = (p >= low) & (p < high)
-    flagged = (p >= high) | (embedded & (s >= decision))
+def sure_thresholds(high: float, short: BoolArray | None, short_high: float | None) -> F64Array | float:
+    """Per text, the lexical probability at or above which it is decided without the embedding
+    stage: `short_high` for the short texts, `high` for the rest."""
+    if short is None or short_high is None:
+        return high
+    return np.where(short, max(high, short_high), high)
+
+
+def cascade_predict(
+    p: F64Array,
+    s: F64Array,
+    low: float,
+    high: float,
+    decision: float,
+    sure: F64Array | float | None = None,
+    readable: BoolArray | None = None,
+) -> tuple[BoolArray, BoolArray]:
+    """(flagged, embedded) for lexical probabilities `p` and head probabilities `s`; `sure`
+    (per text) replaces `high` where short texts have a higher one; texts not `readable` by the
+    embedding stage are decided by the lexical stage alone."""
+    top = high if sure is None else sure
+    embedded = (p >= low) & (p < top)
+    if readable is not None:
+        embedded &= readable
+    flagged = (p >= top) | (embedded & (s >= decision))
     return flagged, embedded
 
 
-def choose_thresholds(p: F64Array, s: F64Array, y: BoolArray, fp_target: float, embed_target: float) -> CascadeChoice:
+def choose_thresholds(
+    p: F64Array,
+    s: F64Array,
+    y: BoolArray,
+    fp_target: float,
+    embed_target: float,
+    short: BoolArray | None = None,
+    short_high: float | None = None,
+    readable: BoolArray | None = None,
+) -> CascadeChoice:
     """Grid search on out-of-fold scores: max recall s.t. FP <= fp_target and benign
-    embedding share <= embed_target; ties go to fewer embedded texts, then higher thresholds."""
+    embedding share <= embed_target; ties go to fewer embedded texts, then higher thresholds.
+    Texts marked `short` are decided by the lexical stage alone only at max(high, short_high)."""
     pb, pa = p[~y], p[y]
     lows = sorted({float(np.quantile(pb, q)) for q in np.arange(0.80, 0.999, 0.005)})
     highs = sorted({float(np.quantile(pb, 1.0 - q)) for q in np.arange(0.0005, 0.0105, 0.0005)} | {1.0})
@@ -430,11 +485,14 @@ def choose_thresholds(p: F64Array, s: F64Array, y: BoolArray, fp_target: float, 
         for high in highs:
             if high < low:
                 continue
-            embedded = (p >= low) & (p < high)
+            sure = sure_thresholds(high, short, short_high)
+            embedded = (p >= low) & (p < sure)
+            if readable is not None:
+                embedded &= readable
             benign_emb = float(embedded[~y].mean())
             if benign_emb > embed_target:
                 continue
-            lex_hit = p >= high
+            lex_hit = p >= sure
             emb_s = s[embedded]
             emb_y = y[embedded]
             # flagged counts for every decision threshold at once
@@ -456,11 +514,13 @@ def choose_thresholds(p: F64Array, s: F64Array, y: BoolArray, fp_target: float, 
                         fp_rate=float(fpr[k]),
                         benign_embedded=benign_emb,
                         attack_embedded=float(embedded[y].mean()) if pa.size else 0.0,
+                        short_high=None if short_high is None else max(high, short_high),
                     )
     if best is None:  # nothing meets the targets: be conservative
         high = float(np.quantile(pb, 1.0 - fp_target)) if pb.size else 1.0
-        flagged, embedded = cascade_predict(p, s, high, high, 1.0)
-        best = CascadeChoice(high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0)
+        top = None if short_high is None else max(high, short_high)
+        flagged, embedded = cascade_predict(p, s, high, high, 1.0, sure_thresholds(high, short, top), readable)
+        best = CascadeChoice(high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0, top)
     return best
 
 
@@ -506,14 +566,40 @@ def train(
         torch.set_num_threads(prev_threads)
 
 
+EVERYDAY_EVALUATION = Path(__file__).resolve().parents[2] / "bench" / "data" / "everyday_requests.jsonl"
+
+
+def everyday_evaluation_texts() -> list[str]:
+    """The everyday evaluation set's texts (a source checkout's bench/data), kept out of training."""
+    if not EVERYDAY_EVALUATION.is_file():
+        return []
+    lines = EVERYDAY_EVALUATION.read_text(encoding="utf-8").split("\n")
+    return [str(json.loads(line)["text"]) for line in lines if line.strip()]
+
+
+def output_rows(output: str, labels: npt.NDArray[np.str_]) -> tuple[BoolArray, BoolArray]:
+    """(used, positive): the rows an output trains on and those it should flag. `attack` is
+    trained against every other label (a plain harmful request uses no attack technique);
+    any other output (`harmful`) against the benign rows, the attacks left out: a harmful
+    request wrapped in an attack technique is labelled attack, and the attack output decides it."""
+    positive = labels == output
+    used = np.ones(labels.shape[0], dtype=bool) if output == ATTACK else labels != ATTACK
+    return used, positive
+
+
 def _train(
     corpus_dir: Path, out_dir: Path, embedder: Embedder, cfg: TrainConfig, say: Callable[[str], None]
 ) -> dict[str, Any]:
     t_start = time.perf_counter()
     corpus_file = corpus_dir / "train.jsonl" if corpus_dir.is_dir() else corpus_dir
     corpus_rows = load_corpus(corpus_file)
-    if all(r.is_attack for r in corpus_rows) or not any(r.is_attack for r in corpus_rows):
+    present = {r.label for r in corpus_rows}
+    if ATTACK not in present or BENIGN not in present:
         raise ValueError("the training corpus needs both attack and benign rows")
+    outputs = [o for o in cfg.outputs if o in present]
+    skipped = [o for o in cfg.outputs if o not in present]
+    if skipped:
+        say(f"outputs without rows in the corpus, not trained: {', '.join(skipped)}")
     # Crops follow the corpus rows and share their parent's fold, so no fold is scored
     # by a model that saw a piece of the same text.
     crop_parent: list[int] = []
@@ -525,18 +611,29 @@ def _train(
                 seen.add(crop.text)
                 crop_rows.append(crop)
                 crop_parent.append(i)
-    rows = corpus_rows + crop_rows
+    extra_rows: list[CorpusRow] = []
+    if cfg.everyday:
+        from extproc.models.attack_everyday import everyday_rows
+
+        for lang, text in everyday_rows(everyday_evaluation_texts()):
+            if text not in seen:
+                seen.add(text)
+                extra_rows.append(CorpusRow(text=text, label=BENIGN, category="everyday", lang=lang, source="project"))
+    rows = corpus_rows + crop_rows + extra_rows
     n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
-    y = np.array([r.is_attack for r in rows], dtype=bool)
+    labels = np.array([r.label for r in rows])
+    benign = labels == BENIGN
     original = np.arange(len(rows)) < n_corpus
     non_en = np.array([r.lang != "en" for r in rows], dtype=bool)
+    short = np.array([len(t) < cfg.short_chars for t in texts], dtype=bool)
+    latin = np.array([mostly_latin(t) for t in texts], dtype=bool)
     groups = [f"{r.category}/{r.lang}" for r in rows]
     row_scale = np.where(original, 1.0, cfg.crop_weight)
 
-    def weights(idx: IntArray) -> F64Array:
+    def weights(idx: IntArray, y: BoolArray) -> F64Array:
         return sample_weights(
-            y[idx],
+            y,
             [groups[i] for i in idx],
             cfg.weight_power,
             cfg.attack_share,
@@ -545,85 +642,142 @@ def _train(
             scale=row_scale[idx],
         )
 
-    all_rows = np.arange(len(rows), dtype=np.int64)
-    say(f"corpus: {n_corpus} rows ({int(y.sum())} attack) from {corpus_file}, plus {len(crop_rows)} benign crops")
-
+    say(f"corpus: {n_corpus} rows {dict(sorted(collections.Counter(labels[original].tolist()).items()))} "
+        f"from {corpus_file}, plus {len(crop_rows)} benign crops and {len(extra_rows)} everyday requests")
     x = lexical_matrix(texts, cfg.lexical)
     say(f"lexical features: {x.indices.shape[0]} non-zeros")
     corpus_folds = [fold_of(r.text, cfg.folds) for r in corpus_rows]
-    folds = np.array(corpus_folds + [corpus_folds[i] for i in crop_parent], dtype=np.int64)
+    folds = np.array(
+        corpus_folds + [corpus_folds[i] for i in crop_parent] + [fold_of(r.text, cfg.folds) for r in extra_rows],
+        dtype=np.int64,
+    )
     emb = embed_texts(embedder, texts)
     say(f"embeddings: {emb.shape}")
 
-    # Out-of-fold lexical logits.
-    oof_logit = np.zeros(len(rows), dtype=np.float64)
-    for k in range(cfg.folds):
-        tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-        if te.size == 0:
-            continue
-        w, b = fit_logistic_sparse(
-            x.take(tr), y[tr], weights(tr), l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+    tensors: dict[str, npt.NDArray[Any]] = {}
+    head_tensors: dict[str, npt.NDArray[Any]] = {}
+    thresholds: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, Any] = {}
+    for number, output in enumerate(outputs):
+        used, positive = output_rows(output, labels)
+        idx = np.flatnonzero(used)
+        y = positive[idx]
+        fold = folds[idx]
+        x_out = x.take(idx)
+        # Out-of-fold lexical logits.
+        oof_logit = np.zeros(idx.shape[0], dtype=np.float64)
+        for k in range(cfg.folds):
+            tr, te = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+            if te.size == 0:
+                continue
+            w, b = fit_logistic_sparse(
+                x_out.take(tr),
+                y[tr],
+                weights(idx[tr], y[tr]),
+                l2=cfg.lexical_l2,
+                max_iter=cfg.lexical_max_iter,
+                threads=cfg.threads,
+            )
+            oof_logit[te] = sparse_logits(x_out.take(te), w, b)
+            say(f"{output}: lexical fold {k}: {te.size} rows")
+        oof_p = sigmoid(oof_logit)
+        # Out-of-fold head probabilities (the head sees out-of-fold lexical logits only).
+        inputs = head_inputs(emb[idx], oof_logit, cfg)
+        oof_s = np.zeros(idx.shape[0], dtype=np.float64)
+        for k in range(cfg.folds):
+            tr, te = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+            if te.size == 0:
+                continue
+            head_k = fit_head(inputs[tr], y[tr], weights(idx[tr], y[tr]), cfg, seed=cfg.seed + 100 * number + k)
+            oof_s[te] = head_predict(head_k, inputs[te])
+        # Thresholds and metrics are those of the corpus rows of this output's label and the benign
+        # ones (the false positives that matter); the short texts' sure threshold also reads the
+        # crops, the short benign texts the corpus has too few of.
+        judged = original[idx] & (y | benign[idx])
+        short_benign = short[idx] & benign[idx]
+        short_high = (
+            min(SHORT_HIGH_CAP, float(np.quantile(oof_p[short_benign], 1.0 - cfg.short_fp_target)))
+            if short_benign.any()
+            else None
         )
-        oof_logit[te] = sparse_logits(x.take(te), w, b)
-        say(f"lexical fold {k}: {te.size} rows")
-    oof_p = sigmoid(oof_logit)
+        fp_target = dict(cfg.fp_targets).get(output, cfg.fp_target)
+        head_scripts = "latin" if output in cfg.latin_head_outputs else "any"
+        reads = latin[idx] if head_scripts == "latin" else np.ones(idx.shape[0], dtype=bool)
+        choice = choose_thresholds(
+            oof_p[judged],
+            oof_s[judged],
+            y[judged],
+            fp_target,
+            cfg.embed_target,
+            short[idx][judged],
+            short_high,
+            reads[judged],
+        )
+        say(f"{output}: thresholds: {choice}")
 
-    # Out-of-fold head probabilities (the head sees out-of-fold lexical logits only).
-    inputs = head_inputs(emb, oof_logit, cfg)
-    oof_s = np.zeros(len(rows), dtype=np.float64)
-    for k in range(cfg.folds):
-        tr, te = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-        if te.size == 0:
-            continue
-        head_k = fit_head(inputs[tr], y[tr], weights(tr), cfg, seed=cfg.seed + k)
-        oof_s[te] = head_predict(head_k, inputs[te])
-    # Thresholds and metrics are those of the corpus rows; crops only train.
-    choice = choose_thresholds(oof_p[original], oof_s[original], y[original], cfg.fp_target, cfg.embed_target)
-    say(f"thresholds: {choice}")
+        # Final models on all of this output's rows.
+        w_full, b_full = fit_logistic_sparse(
+            x_out, y, weights(idx, y), l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+        )
+        head = fit_head(inputs, y, weights(idx, y), cfg, seed=cfg.seed + 100 * number + cfg.folds)
+        w16 = w_full.astype(np.float16)
+        p32 = sigmoid(sparse_logits(x_out, w_full.astype(np.float32), b_full))
+        p16 = sigmoid(sparse_logits(x_out, w16, b_full))
+        fp16_diff = float(np.abs(p32 - p16).max())
+        if fp16_diff > 1e-2:
+            raise RuntimeError(f"{output}: float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
 
-    # Final models on all rows.
-    w_full, b_full = fit_logistic_sparse(
-        x, y, weights(all_rows), l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
-    )
-    head = fit_head(inputs, y, weights(all_rows), cfg, seed=cfg.seed + cfg.folds)
-    w16 = w_full.astype(np.float16)
-    p32 = sigmoid(sparse_logits(x, w_full.astype(np.float32), b_full))
-    p16 = sigmoid(sparse_logits(x, w16, b_full))
-    fp16_diff = float(np.abs(p32 - p16).max())
-    if fp16_diff > 1e-2:
-        raise RuntimeError(f"float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
-
-    flagged_all, embedded_all = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision)
-    crops = ~original
-    flagged, embedded = flagged_all[original], embedded_all[original]
-    lex_only = oof_p[original] >= 0.5
-    y, non_en = y[original], non_en[original]
-    metrics: dict[str, Any] = {
-        "cv_folds": cfg.folds,
-        "cv_recall": _round(float(flagged[y].mean())),
-        "cv_fp_rate": _round(float(flagged[~y].mean())),
-        "cv_non_english_recall": _round(float(flagged[y & non_en].mean())) if (y & non_en).any() else None,
-        "cv_benign_embedded": _round(float(embedded[~y].mean())),
-        "cv_attack_embedded": _round(float(embedded[y].mean())),
-        "cv_lexical_only_at_0_5": {
-            "recall": _round(float(lex_only[y].mean())),
-            "fp_rate": _round(float(lex_only[~y].mean())),
-        },
-        "cv_crop_fp_rate": _round(float(flagged_all[crops].mean())) if crops.any() else None,
-        "float16_max_abs_prob_diff": _round(fp16_diff, 8),
-        "train_rows": n_corpus,
-        "train_crops": len(crop_rows),
-        "train_attacks": int(y.sum()),
-    }
+        sure = sure_thresholds(choice.high, short[idx], choice.short_high)
+        flagged_all, embedded_all = cascade_predict(
+            oof_p, oof_s, choice.low, choice.high, choice.decision, sure, reads
+        )
+        crops = ~original[idx]
+        flagged, embedded = flagged_all[judged], embedded_all[judged]
+        yj, non_en_j, short_j = y[judged], non_en[idx][judged], short[idx][judged]
+        lex_only = oof_p[judged] >= 0.5
+        others = original[idx] & ~y & ~benign[idx]  # rows of another label (harmful, for attack)
+        metrics[output] = {
+            "cv_folds": cfg.folds,
+            "cv_recall": _round(float(flagged[yj].mean())),
+            "cv_fp_rate": _round(float(flagged[~yj].mean())),
+            "cv_non_english_recall": _round(float(flagged[yj & non_en_j].mean())) if (yj & non_en_j).any() else None,
+            "cv_short_recall": _round(float(flagged[yj & short_j].mean())) if (yj & short_j).any() else None,
+            "cv_short_fp_rate": _round(float(flagged[~yj & short_j].mean())) if (~yj & short_j).any() else None,
+            "cv_benign_embedded": _round(float(embedded[~yj].mean())),
+            "cv_attack_embedded": _round(float(embedded[yj].mean())),
+            "cv_lexical_only_at_0_5": {
+                "recall": _round(float(lex_only[yj].mean())),
+                "fp_rate": _round(float(lex_only[~yj].mean())),
+            },
+            "cv_crop_fp_rate": _round(float(flagged_all[crops].mean())) if crops.any() else None,
+            "cv_other_labels_flagged": _round(float(flagged_all[others].mean())) if others.any() else None,
+            "float16_max_abs_prob_diff": _round(fp16_diff, 8),
+            "train_rows": int(original[idx].sum()),
+            "train_positives": int(yj.sum()),
+        }
+        tensors[f"{output}.weight"] = w16
+        tensors[f"{output}.bias"] = np.array([b_full], dtype=np.float32)
+        head_tensors.update({f"{output}.{k}": v for k, v in asdict(head).items()})
+        thresholds[output] = {
+            "low": choice.low,
+            "high": choice.high,
+            "decision": choice.decision,
+            "short_chars": cfg.short_chars,
+            "short_high": choice.short_high if choice.short_high is not None else choice.high,
+            "head_scripts": head_scripts,
+        }
+    metrics["train_crops"] = len(crop_rows)
+    metrics["train_everyday"] = len(extra_rows)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    _save_safetensors({"weight": w16, "bias": np.array([b_full], dtype=np.float32)}, out_dir / LEXICAL_FILE)
-    _save_safetensors({"w1": head.w1, "b1": head.b1, "w2": head.w2, "b2": head.b2}, out_dir / HEAD_FILE)
+    _save_safetensors(tensors, out_dir / LEXICAL_FILE)
+    _save_safetensors(head_tensors, out_dir / HEAD_FILE)
     train_cfg = asdict(cfg)
     train_cfg.pop("lexical")
     meta: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "model": "prompt-attack classifier: hashed char + shape n-gram logistic regression -> MiniLM MLP head",
+        "outputs": outputs,
         "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
         "head": {
             "hidden": cfg.head_hidden,
@@ -632,7 +786,7 @@ def _train(
             "logit_clip": cfg.logit_clip,
             "logit_scale": cfg.logit_scale,
         },
-        "thresholds": {"low": choice.low, "high": choice.high, "decision": choice.decision},
+        "thresholds": thresholds,
         "corpus": {
             "file": corpus_file.name,
             "sha256": file_sha256(corpus_file),
@@ -643,7 +797,7 @@ def _train(
         "cv_metrics": metrics,
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    metrics["thresholds"] = meta["thresholds"]
+    metrics["thresholds"] = thresholds
     metrics["train_seconds"] = round(time.perf_counter() - t_start, 1)
     return metrics
 
@@ -662,11 +816,16 @@ def evaluate(
     *,
     timing_repeats: int = 1,
 ) -> dict[str, Any]:
-    """The cascade on `rows`: overall / non-English recall and FP, per-category and
-    per-language tables, the share reaching the embedding stage, lexical latency, and
-    recall/FP trade-off curves. Without `embed_fn` uncertain texts count as benign."""
+    """One output's cascade on `rows` (its label's rows are the positives, the benign rows the
+    negatives; rows of other labels are left out of recall and FP, and reported apart):
+    overall / non-English / short recall and FP, per-category and per-language tables, the
+    share reaching the embedding stage, lexical latency, and recall/FP trade-off curves.
+    Without `embed_fn` uncertain texts count as benign."""
+    target = classifier.label
     n = len(rows)
-    y = np.array([r.is_attack for r in rows], dtype=bool)
+    labels = np.array([r.label for r in rows])
+    y = labels == target
+    benign_rows = labels == BENIGN
     p = np.zeros(n, dtype=np.float64)
     latencies: list[float] = []
     for i, r in enumerate(rows):
@@ -678,7 +837,8 @@ def evaluate(
         p[i] = score
         latencies.append(best * 1e6)
     th = classifier.thresholds
-    embedded = (p >= th.low) & (p < th.high)
+    sure = np.array([th.sure(len(r.text)) for r in rows], dtype=np.float64)
+    embedded = (p >= th.low) & (p < sure) & np.array([th.head_reads(r.text) for r in rows], dtype=bool)
     s = np.full(n, np.nan, dtype=np.float64)
     band = np.flatnonzero(embedded)
     if embed_fn is not None and band.size:
@@ -686,7 +846,16 @@ def evaluate(
         vecs = np.asarray(embed_fn([rows[i].text for i in band_rows]), dtype=np.float32)
         for j, i in enumerate(band_rows):
             s[i] = classifier.embedding_score(vecs[j], float(p[i]))
-    flagged = (p >= th.high) | (embedded & (np.nan_to_num(s, nan=0.0) >= th.decision))
+    flagged = (p >= sure) | (embedded & (np.nan_to_num(s, nan=0.0) >= th.decision))
+    others = ~y & ~benign_rows
+    # From here on, recall and FP read the positives and the benign rows only.
+    judged = y | benign_rows
+    y = y[judged]
+    rows_all = rows
+    rows = [r for r, keep in zip(rows, judged.tolist(), strict=True) if keep]
+    flagged_all, embedded_all = flagged, embedded
+    flagged, embedded, p, s = flagged[judged], embedded[judged], p[judged], s[judged]
+    short = np.array([len(r.text) < SHORT_TEXT_CHARS for r in rows], dtype=bool)
 
     def table(key: Callable[[CorpusRow], str]) -> dict[str, dict[str, Any]]:
         groups: dict[str, list[int]] = defaultdict(list)
@@ -718,9 +887,10 @@ def evaluate(
             }
         )
     cascade_curve = []
+    lexical_sure = p >= np.array([th.sure(len(r.text)) for r in rows], dtype=np.float64)
     if embed_fn is not None:
         for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, th.decision):
-            f = (p >= th.high) | (embedded & (np.nan_to_num(s, nan=0.0) >= t))
+            f = lexical_sure | (embedded & (np.nan_to_num(s, nan=0.0) >= t))
             cascade_curve.append(
                 {
                     "decision": round(float(t), 4),
@@ -728,20 +898,37 @@ def evaluate(
                     "fp_rate": _rate(int(f[~y].sum()), int((~y).sum())),
                 }
             )
+    other_labels = sorted({r.label for r, o in zip(rows_all, others.tolist(), strict=True) if o})
     return {
-        "rows": n,
+        "output": target,
+        "rows": len(rows),
         "attacks": int(y.sum()),
+        "positives": int(y.sum()),
         "benign": int((~y).sum()),
-        "thresholds": {"low": th.low, "high": th.high, "decision": th.decision},
+        "thresholds": {
+            "low": th.low,
+            "high": th.high,
+            "decision": th.decision,
+            "short_chars": th.short_chars,
+            "short_high": th.short_high,
+            "head_scripts": th.head_scripts,
+        },
         "embedding_stage": embed_fn is not None,
         "recall": _rate(int(flagged[y].sum()), int(y.sum())),
         "fp_rate": _rate(int(flagged[~y].sum()), int((~y).sum())),
         "false_positives": int(flagged[~y].sum()),
         "non_english_recall": _rate(int(flagged[y & non_en].sum()), int((y & non_en).sum())),
         "non_english_fp_rate": _rate(int(flagged[~y & non_en].sum()), int((~y & non_en).sum())),
+        "short_recall": _rate(int(flagged[y & short].sum()), int((y & short).sum())),
+        "short_fp_rate": _rate(int(flagged[~y & short].sum()), int((~y & short).sum())),
         "benign_never_embedded": _rate(int((~embedded[~y]).sum()), int((~y).sum())),
-        "all_embedded": _rate(int(embedded.sum()), n),
+        "all_embedded": _rate(int(embedded_all.sum()), n),
         "attack_embedded": _rate(int(embedded[y].sum()), int(y.sum())),
+        "other_labels": {
+            "labels": other_labels,
+            "rows": int(others.sum()),
+            "flagged": _rate(int(flagged_all[others].sum()), int(others.sum())),
+        },
         "lexical_latency_us": {
             "p50": round(float(np.percentile(lat, 50)), 1),
             "p90": round(float(np.percentile(lat, 90)), 1),
@@ -758,11 +945,15 @@ def evaluate(
 
 
 def format_report(report: dict[str, Any]) -> str:
+    output = report.get("output", ATTACK)
+    others = report.get("other_labels", {})
     lines = [
-        f"rows {report['rows']} (attack {report['attacks']}, benign {report['benign']})",
+        f"== output {output}: rows {report['rows']} ({output} {report['positives']}, benign {report['benign']})",
         f"thresholds {report['thresholds']}",
         f"recall {report['recall']}  fp_rate {report['fp_rate']} ({report['false_positives']} benign flagged)",
         f"non-English recall {report['non_english_recall']}  non-English fp_rate {report['non_english_fp_rate']}",
+        f"short (< {SHORT_TEXT_CHARS} chars) recall {report['short_recall']}  short fp_rate {report['short_fp_rate']}",
+        f"rows of other labels {others.get('labels')} ({others.get('rows')}): flagged {others.get('flagged')}",
         f"benign never embedded {report['benign_never_embedded']}  attacks embedded {report['attack_embedded']}"
         f"  all embedded {report['all_embedded']}",
         f"lexical latency us {report['lexical_latency_us']}",
@@ -770,7 +961,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"cascade, decision threshold: {report['cascade_decision_curve']}",
     ]
     for name in ("per_category", "per_language"):
-        lines.append(f"{name}:  name  attacks recall | benign fp_rate | embedded")
+        lines.append(f"{name}:  name  {output} recall | benign fp_rate | embedded")
         for key, row in report[name].items():
             attack = f"{row['attacks']:5d} {row['recall']!s:>7}"
             benign = f"{row['benign']:5d} {row['fp_rate']!s:>7}"
@@ -860,9 +1051,15 @@ def main(argv: Iterable[str] | None = None) -> int:
     if not test_file.exists():
         print(f"no {test_file}: nothing to evaluate", file=sys.stderr)
         return 0
-    classifier = AttackClassifier.load(out_dir)
-    report = evaluate(classifier, load_corpus(test_file), embedder.embed, timing_repeats=3)
-    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    test_rows = load_corpus(test_file)
+    reports = [
+        evaluate(classifier, test_rows, embedder.embed, timing_repeats=3)
+        for classifier in load_outputs(out_dir).values()
+    ]
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else {r["output"]: r for r in reports}, indent=2))
+    else:
+        print("\n\n".join(format_report(r) for r in reports))
     return 0
 
 

@@ -70,7 +70,10 @@ log = logging.getLogger(__name__)
 BUILTIN_PROMPT_ATTACK = "builtin:prompt-attack"
 BUILTINS: tuple[str, ...] = (BUILTIN_PROMPT_ATTACK,)
 PROMPT_ATTACK_MODEL_NAME = "prompt_attack_classifier"  # its name in the model registry
-ATTACK = "attack"  # the builtin's one checkpoint label
+ATTACK = "attack"  # the builtin's outputs: prompt attacks, and plain harmful requests
+HARMFUL = "harmful"
+BUILTIN_LABELS: tuple[str, ...] = (ATTACK, HARMFUL)
+UNSURE_SUFFIX = "_unsure"  # the lexical stage's doubt: `attack_unsure`
 BENIGN = "benign"
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
 CHECKPOINT_THRESHOLD = 0.5
@@ -113,11 +116,16 @@ class ClassifierSpec(TextSignalSpec):
         if self.builtin:
             if self.model not in BUILTINS:
                 raise ValueError(f"unknown builtin model {self.model!r}; builtins: {', '.join(BUILTINS)}")
-            check_label_mapping(self.labels, (ATTACK,), "labels (builtin:prompt-attack has the one label 'attack')")
+            check_label_mapping(
+                self.labels, BUILTIN_LABELS, "labels (builtin:prompt-attack has the outputs 'attack' and 'harmful')"
+            )
             fast = sorted({"precision", "batch"} & self.model_fields_set)
             if fast:
                 raise ValueError(f"{', '.join(fast)} apply to checkpoint directories, not to {self.model}")
-            names: list[str] | None = self.policy_labels((ATTACK,))
+            outputs = self.policy_labels(BUILTIN_LABELS)
+            names: list[str] | None = outputs
+            if self.stage == "lexical":
+                names = [*outputs, *(f"{n}{UNSURE_SUFFIX}" for n in outputs)]
         else:
             if "stage" in self.model_fields_set:
                 raise ValueError(f"stage applies to {BUILTIN_PROMPT_ATTACK} only")
@@ -178,36 +186,44 @@ def summarize(
     names: Sequence[str],
     probs: Sequence[Mapping[str, float]],
     texts: Sequence[Text],
-    threshold_of: Mapping[str, float],
+    threshold_of: Mapping[str, float | Sequence[float]],
     notes: Sequence[str] = (),
     eligible: Sequence[bool] | None = None,
+    matching: Sequence[str] | None = None,
 ) -> Evaluation:
     """Labels fire at their thresholds on their best text; match when a `match_labels` label fires.
 
-    `eligible` (per text) limits which texts may make a label fire (the cascade: only texts the
-    head judged); the score is the best probability over every text either way."""
+    A label's threshold is one number, or one per text (the shipped cascade: a short text needs
+    more); `eligible` (per text) limits which texts may make a label fire (the cascade: only texts
+    the head judged); the score is the best probability over every text either way. `matching`
+    replaces the spec's match labels (labels that report doubt, not a finding)."""
     # Inline on every text request (the shipped cascade's lexical stage): one pass per label,
     # plain loops rather than generators and key lambdas.
-    matching = spec.matching(names)
+    matching = spec.matching(names) if matching is None else matching
     fired: dict[str, float] = {}
     evidence: list[str] = []
     score = 0.0
     best_anywhere: list[tuple[float, str]] = []  # (best probability over every text, label)
     for name in names:
-        best, i_best, p_best = 0.0, -1, -1.0
+        given = threshold_of[name]
+        limit, limits = (float(given), None) if isinstance(given, float | int) else (0.0, given)
+        best, i_fire, p_fire = 0.0, -1, -1.0
         for i, row in enumerate(probs):
             p = float(row.get(name, 0.0))
             if p > best:
                 best = p
-            if (eligible is None or eligible[i]) and p > p_best:  # the first text wins a tie
-                i_best, p_best = i, p
+            if eligible is not None and not eligible[i]:
+                continue
+            # The first text wins a tie.
+            if p > p_fire and p >= (limits[i] if limits is not None else limit):
+                i_fire, p_fire = i, p
         best_anywhere.append((best, name))
         if name in matching and best > score:
             score = best
-        if i_best >= 0 and p_best >= threshold_of[name]:
-            fired[name] = p_best
+        if i_fire >= 0:
+            fired[name] = p_fire
             if len(evidence) < MAX_EVIDENCE:
-                evidence.append(f"{name}={p_best:.3f} ({texts[i_best].where})")
+                evidence.append(f"{name}={p_fire:.3f} ({texts[i_fire].where})")
     if not fired:
         top = sorted(best_anywhere, reverse=True)[:3]
         evidence.append("top: " + ", ".join(f"{n}={p:.3f}" for p, n in top))
@@ -253,8 +269,8 @@ class ClassifierSignal(ModelSignal[Any]):
 # -- the builtin prompt-attack cascade ---------------------------------------------------------------
 
 
-class PromptAttackModel(Protocol):
-    """What the signal needs of the shipped cascade (the one coupling point to its module)."""
+class OutputThresholds(Protocol):
+    """One output's calibrated thresholds (`attack_classifier.Thresholds`)."""
 
     @property
     def low(self) -> float: ...
@@ -262,50 +278,71 @@ class PromptAttackModel(Protocol):
     def high(self) -> float: ...
     @property
     def decision(self) -> float: ...
-    def lexical_score(self, text: str) -> float: ...
-    def embedding_score(self, embedding: FloatArray, lexical: float) -> float: ...
+    def sure(self, length: int) -> float: ...
+    def head_reads(self, text: str) -> bool: ...
+
+
+class PromptAttackModel(Protocol):
+    """What the signal needs of the shipped cascade (the one coupling point to its module): its
+    outputs (`attack`, `harmful`), their thresholds, and both stages' scores, one per output."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+    def thresholds(self, label: str) -> OutputThresholds: ...
+    def lexical_scores(self, text: str) -> Sequence[float]: ...
+    def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> Sequence[float]: ...
 
 
 class AttackClassifierAdapter:
-    """`extproc.models.attack_classifier.AttackClassifier` seen as a `PromptAttackModel`."""
+    """The outputs of `extproc.models.attack_classifier` (one `AttackClassifier` each, sharing a
+    feature config) seen as a `PromptAttackModel`."""
 
-    def __init__(self, inner: Any, cache_size: int = 4096) -> None:
-        self.inner = inner
-        self.low = float(inner.thresholds.low)
-        self.high = float(inner.thresholds.high)
-        self.decision = float(inner.thresholds.decision)
+    def __init__(self, outputs: Mapping[str, Any], cache_size: int = 4096) -> None:
+        if not outputs:
+            raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the weights hold no output")
+        self.outputs = dict(outputs)
+        self.labels: tuple[str, ...] = tuple(self.outputs)
+        self._classifiers = list(self.outputs.values())
         # A chat re-sends its earlier turns (and agents their tool results) with every request:
         # each text is scored once. Keyed by the text itself (at most max_chars, head + tail).
-        self.cache: LruCache[float] = LruCache(cache_size)
+        self.cache: LruCache[tuple[float, ...]] = LruCache(cache_size)
 
-    def caches(self) -> dict[str, LruCache[float]]:
+    def caches(self) -> dict[str, LruCache[tuple[float, ...]]]:
         return {"lexical": self.cache}
 
-    def lexical_score(self, text: str) -> float:
-        score = self.cache.get(text)
-        if score is None:
-            score = float(self.inner.lexical_score(text))
-            self.cache.put(text, score)
-        return score
+    def thresholds(self, label: str) -> OutputThresholds:
+        thresholds: OutputThresholds = self.outputs[label].thresholds
+        return thresholds
 
-    def embedding_score(self, embedding: FloatArray, lexical: float) -> float:
-        return float(self.inner.embedding_score(embedding, lexical))
+    def lexical_scores(self, text: str) -> tuple[float, ...]:
+        scores = self.cache.get(text)
+        if scores is None:
+            from extproc.models.attack_classifier import lexical_scores
+
+            scores = tuple(lexical_scores(self._classifiers, text))
+            self.cache.put(text, scores)
+        return scores
+
+    def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
+        return tuple(
+            float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True)
+        )
 
 
 def load_prompt_attack(directory: Path | None = None) -> AttackClassifierAdapter:
     """The shipped weights (or those in `directory`); ModelUnavailable when they are not there."""
     try:
-        from extproc.models.attack_classifier import AttackClassifier
+        from extproc.models.attack_classifier import load_outputs
     except ImportError as exc:
         raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the classifier module is not installed: {exc}") from exc
-    classifier = AttackClassifier.load(directory)
-    if classifier.backend != "c":
+    outputs = load_outputs(directory)
+    if any(c.backend != "c" for c in outputs.values()):
         log.warning(
             "%s: the C lexical kernel is not built in this install (no C compiler at install time?); "
             "the lexical stage runs on numpy, ~20 us a text instead of ~3",
             BUILTIN_PROMPT_ATTACK,
         )
-    return AttackClassifierAdapter(classifier)
+    return AttackClassifierAdapter(outputs)
 
 
 def get_prompt_attack(models: ModelRegistry) -> PromptAttackModel:
@@ -332,10 +369,12 @@ class PromptAttackSignal(ClassifierSignal):
         super().__init__(spec, model, reason)
         self.embedder = embedder
         self.embedder_reason = embedder_reason
-        self.label = spec.labels.get(ATTACK, ATTACK)
+        # The model's outputs, or (no model) the builtin's, so that rules naming them still load.
+        self.outputs: tuple[str, ...] = model.labels if model is not None else BUILTIN_LABELS
+        self.names = [spec.labels.get(o, o) for o in self.outputs]  # policy label of each output
         # Stage-2 scores by text: a text seen before (an earlier chat turn, a repeated prompt) needs
-        # no executor hop at all. The score is a function of the text alone (both stages are).
-        self.stage_two: LruCache[float] = LruCache(4096)
+        # no executor hop at all. The scores are a function of the text alone (both stages are).
+        self.stage_two: LruCache[tuple[float, ...]] = LruCache(4096)
 
     @classmethod
     def build_builtin(cls, spec: ClassifierSpec, ctx: BuildContext) -> PromptAttackSignal:
@@ -345,6 +384,9 @@ class PromptAttackSignal(ClassifierSignal):
             reason = f"{BUILTIN_PROMPT_ATTACK} unavailable: {exc}"
             log.warning("signal %s is unavailable: %s", spec.name, reason)
             return cls(spec, None, reason)
+        unknown = sorted(set(spec.labels) - set(model.labels))
+        if unknown:  # a policy naming outputs these weights lack is a policy error, not an outage
+            raise ValueError(f"labels: the weights have no output(s) {', '.join(map(repr, unknown))}")
         embedder: TextEmbedder | None = None
         embedder_reason: str | None = None
         if cls.needs_embedder:
@@ -359,38 +401,51 @@ class PromptAttackSignal(ClassifierSignal):
         return cls(spec, model, None, embedder, embedder_reason)
 
     def label_names(self) -> list[str]:
-        return [self.label]
+        return list(dict.fromkeys(self.names))
 
     def attack_model(self) -> PromptAttackModel:
         model: PromptAttackModel = self.require_model()
         return model
 
-    def default_threshold(self, model: PromptAttackModel) -> float:
-        return model.decision
+    def override(self, name: str) -> float | None:
+        """The spec's threshold for policy label `name`, if it sets one."""
+        if name in self.spec.thresholds:
+            return self.spec.thresholds[name]
+        return self.spec.threshold
 
-    def threshold(self, model: PromptAttackModel) -> float:
-        spec = self.spec
-        if self.label in spec.thresholds:
-            return spec.thresholds[self.label]
-        return spec.threshold if spec.threshold is not None else self.default_threshold(model)
+    def decision_thresholds(self, model: PromptAttackModel) -> dict[str, float]:
+        """Each policy label's embedding-stage threshold (the weights' `decision` unless overridden)."""
+        out: dict[str, float] = {}
+        for output, name in zip(self.outputs, self.names, strict=True):
+            override = self.override(name)
+            out[name] = override if override is not None else model.thresholds(output).decision
+        return out
 
-    def result(
-        self,
-        texts: Sequence[Text],
-        scores: Sequence[float],
-        threshold: float,
-        notes: Sequence[str],
-        eligible: Sequence[bool] | None = None,
-    ) -> Evaluation:
-        probs = [{self.label: s} for s in scores]
-        return summarize(self.spec, [self.label], probs, texts, {self.label: threshold}, notes, eligible)
+    def sure_thresholds(
+        self, model: PromptAttackModel, texts: Sequence[Text], *, overridable: bool
+    ) -> dict[str, list[float]]:
+        """Each policy label's lexical sure threshold per text: the weights' `high` (`short_high`
+        for a short text, which carries too little evidence for the lexical stage alone), or the
+        spec's threshold where it is the deciding stage's (`overridable`: the lexical stage alone)."""
+        out: dict[str, list[float]] = {}
+        for output, name in zip(self.outputs, self.names, strict=True):
+            override = self.override(name) if overridable else None
+            thresholds = model.thresholds(output)
+            out[name] = [override if override is not None else thresholds.sure(len(t.text)) for t in texts]
+        return out
 
-    def cached_head_scores(self, texts: Sequence[str]) -> list[float] | None:
+    def rows(self, scores: Sequence[Sequence[float]]) -> list[dict[str, float]]:
+        """Per text, each policy label's probability."""
+        return [dict(zip(self.names, row, strict=True)) for row in scores]
+
+    def cached_head_scores(self, texts: Sequence[str]) -> list[tuple[float, ...]] | None:
         """Stage-2 scores of `texts` when every one is cached; None otherwise."""
         found = [self.stage_two.get(text) for text in texts]
         return None if any(score is None for score in found) else [s for s in found if s is not None]
 
-    async def scored_by_head(self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
+    async def scored_by_head(
+        self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[Sequence[float]]
+    ) -> list[tuple[float, ...]]:
         """Stage-2 scores of `texts`: cached ones at once, the rest embedded on the heavy executor."""
         found = [self.stage_two.get(text) for text in texts]
         todo = [i for i, score in enumerate(found) if score is None]
@@ -401,33 +456,74 @@ class PromptAttackSignal(ClassifierSignal):
                 self.stage_two.put(texts[i], score)
         return [score for score in found if score is not None]
 
-    def embed_and_score(self, texts: Sequence[str], lexical: Sequence[float]) -> list[float]:
-        """MiniLM embeddings, then the head (on the heavy executor)."""
+    def embed_and_score(self, texts: Sequence[str], lexical: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
+        """MiniLM embeddings (one per text, for every output), then each output's head (on the heavy executor)."""
         model = self.attack_model()
         assert self.embedder is not None
         vecs = self.embedder.embed(list(texts))
-        return [model.embedding_score(vecs[i], lexical[i]) for i in range(len(texts))]
+        return [tuple(model.embedding_scores(vecs[i], lexical[i])) for i in range(len(texts))]
+
+    def head_result(
+        self,
+        texts: Sequence[Text],
+        scores: Sequence[Sequence[float]],
+        model: PromptAttackModel,
+        notes: Sequence[str],
+        eligible: Sequence[bool] | None = None,
+    ) -> Evaluation:
+        names = self.label_names()
+        return summarize(self.spec, names, self.rows(scores), texts, self.decision_thresholds(model), notes, eligible)
 
 
 class PromptAttackLexicalSignal(PromptAttackSignal):
-    """Stage 1 alone: inline (the C kernel, or numpy where it is not built)."""
+    """Stage 1 alone: inline (the C kernel, or numpy where it is not built). Each output's label
+    fires where the lexical stage is sure (`high`; `short_high` for short texts); where it is
+    unsure (from `low`), `<label>_unsure` fires instead, for a rule to send that text to the
+    embedding stage. `_unsure` labels never make the signal match."""
 
     inline: ClassVar[bool] = True
 
-    def default_threshold(self, model: PromptAttackModel) -> float:
-        return model.high
+    def label_names(self) -> list[str]:
+        names = super().label_names()
+        return names + [unsure_label(n) for n in names]
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         model = self.attack_model()
         texts = select_texts(request, self.spec)
         if not texts:
             return Evaluation(matched=False)
-        scores = [model.lexical_score(t.text) for t in texts]
-        return self.result(texts, scores, self.threshold(model), ["stage: lexical"])
+        scores = [model.lexical_scores(t.text) for t in texts]
+        names = super().label_names()
+        probs = self.rows(scores)
+        sure = self.sure_thresholds(model, texts, overridable=True)
+        limits: dict[str, float | Sequence[float]] = dict(sure)
+        for output, name in zip(self.outputs, self.names, strict=True):
+            unsure = unsure_label(name)
+            thresholds = model.thresholds(output)
+            limits[unsure] = thresholds.low
+            for i, row in enumerate(probs):
+                p = row[name]
+                # A text is unsure for this label between `low` and its sure threshold, where the
+                # embedding stage may judge it (else the lexical stage's no stands).
+                row[unsure] = p if p < sure[name][i] and thresholds.head_reads(texts[i].text) else 0.0
+        evaluation = summarize(
+            self.spec, [*names, *map(unsure_label, names)], probs, texts, limits, ["stage: lexical"],
+            matching=self.spec.matching(names),
+        )
+        labels = dict(evaluation.labels)
+        for name in names:  # doubt is reported only where nothing is sure
+            if name in labels:
+                labels.pop(unsure_label(name), None)
+        return Evaluation(evaluation.matched, evaluation.score, labels, evaluation.evidence)
+
+
+def unsure_label(name: str) -> str:
+    """The lexical stage's label for a text it is unsure about (`attack` -> `attack_unsure`)."""
+    return f"{name}{UNSURE_SUFFIX}"
 
 
 class PromptAttackEmbeddingSignal(PromptAttackSignal):
-    """Stage 2 alone: every text is embedded (MiniLM on the heavy executor) and scored by the head."""
+    """Stage 2 alone: every text is embedded (MiniLM on the heavy executor) and scored by each output's head."""
 
     needs_embedder: ClassVar[bool] = True
 
@@ -443,9 +539,9 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         texts = select_texts(request, self.spec)
         if not texts:
             return Evaluation(matched=False)
-        lexical = [model.lexical_score(t.text) for t in texts]
+        lexical = [model.lexical_scores(t.text) for t in texts]
         scores = await self.scored_by_head(ctx, [t.text for t in texts], lexical)
-        return self.result(texts, scores, self.threshold(model), ["stage: embedding"])
+        return self.head_result(texts, scores, model, ["stage: embedding"])
 
     def answer_now(self, request: RoutingRequest) -> Evaluation | None:
         # A chat re-sends its earlier turns and a prompt repeats: then every head score is cached.
@@ -457,11 +553,11 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         scores = self.cached_head_scores([t.text for t in texts])
         if scores is None:
             return None
-        return self.result(texts, scores, self.threshold(self.attack_model()), ["stage: embedding"])
+        return self.head_result(texts, scores, self.attack_model(), ["stage: embedding"])
 
 
 class PromptAttackCascadeSignal(PromptAttackSignal):
-    """Both stages: lexical on every text (on the event loop), MiniLM + head only where it is unsure."""
+    """Both stages: lexical on every text (on the event loop), MiniLM + heads only where it is unsure."""
 
     needs_embedder: ClassVar[bool] = True
 
@@ -470,28 +566,52 @@ class PromptAttackCascadeSignal(PromptAttackSignal):
         texts = select_texts(request, self.spec)
         if not texts:
             return Evaluation(matched=False)
-        decision = self.threshold(model)
-        lexical = [model.lexical_score(t.text) for t in texts]
-        sure = [i for i, p in enumerate(lexical) if p >= model.high]
-        if sure:
-            # An attack the lexical stage is sure of decides the signal; nothing else can undo it.
-            scores = [p if p >= model.high else 0.0 for p in lexical]
-            return self.result(texts, scores, model.high, [f"stage: lexical (>= {model.high:.3f})"])
-        unsure = [i for i, p in enumerate(lexical) if p >= model.low]
-        if not unsure:
-            return self.result(texts, lexical, model.low, [f"stage: lexical (all < {model.low:.3f})"])
-        if self.embedder is None:
+        lexical = [model.lexical_scores(t.text) for t in texts]
+        sure = self.sure_thresholds(model, texts, overridable=False)
+        thresholds = [model.thresholds(o) for o in self.outputs]
+        lows = [t.low for t in thresholds]
+        # Per output and text: decided by the lexical stage (sure, cleared, or a text the embedding
+        # stage may not judge), or unsure.
+        unsure_of = [
+            [
+                lows[k] <= lexical[i][k] < sure[name][i] and thresholds[k].head_reads(texts[i].text)
+                for i in range(len(texts))
+            ]
+            for k, name in enumerate(self.names)
+        ]
+        for k, name in enumerate(self.names):
+            if any(lexical[i][k] >= sure[name][i] for i in range(len(texts))):
+                # A text the lexical stage is sure of decides this label; nothing else can undo it.
+                unsure_of[k] = [False] * len(texts)
+        needs = [i for i in range(len(texts)) if any(row[i] for row in unsure_of)]
+        if needs and self.embedder is None:
             raise SignalUnavailable(
-                f"{len(unsure)} text(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
+                f"{len(needs)} text(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
             )
-        head = await self.scored_by_head(ctx, [texts[i].text for i in unsure], [lexical[i] for i in unsure])
-        # Texts the lexical stage cleared cannot fire; the embedded ones are judged by the head.
-        scores = list(lexical)
-        for i, s in zip(unsure, head, strict=True):
-            scores[i] = s
-        eligible = [i in set(unsure) for i in range(len(texts))]
-        note = f"stage: embedding for {len(unsure)} of {len(texts)} text(s)"
-        return self.result(texts, scores, decision, [note], eligible)
+        head = []
+        if needs:
+            head = await self.scored_by_head(ctx, [texts[i].text for i in needs], [lexical[i] for i in needs])
+        head_of = dict(zip(needs, head, strict=True))
+        # A text's score for an output: its head's where it was unsure, else the lexical one; a
+        # label fires on a sure lexical score, or on a head score at `decision`.
+        scores: list[list[float]] = []
+        fires_at: dict[str, list[float]] = {}
+        decisions = self.decision_thresholds(model)
+        for k, name in enumerate(self.names):
+            fires_at[name] = [
+                decisions[name] if unsure_of[k][i] else (sure[name][i] if lexical[i][k] >= lows[k] else 2.0)
+                for i in range(len(texts))
+            ]
+        for i in range(len(texts)):
+            scores.append([head_of[i][k] if unsure_of[k][i] else lexical[i][k] for k in range(len(self.names))])
+        note = (
+            f"stage: embedding for {len(needs)} of {len(texts)} text(s)"
+            if needs
+            else "stage: lexical (no text needed the embedding stage)"
+        )
+        names = self.label_names()
+        limits: dict[str, float | Sequence[float]] = dict(fires_at)
+        return summarize(self.spec, names, self.rows(scores), texts, limits, [note])
 
 
 # -- any local Hugging Face checkpoint ------------------------------------------------------------

@@ -1,0 +1,281 @@
+"""Everyday requests written for this project, as benign training rows for the prompt-attack classifier.
+
+The safety corpus's benign rows are mostly long (role prompts, prose, system prompts, security
+talk), and its harmful rows include many fiction requests with a harmful goal ("write a story in
+which..."). A model trained on it alone learns "short creative request" and "imagine you are" as
+attack or harmful cues: it refused "Can you write a story about a unicorn?" and "Imagine you are a
+tree in the forest. Describe your day." These rows are the class it lacked: creative-writing,
+role-play and "act as" requests, questions and imperatives, with and without punctuation, in
+seventeen languages, built from frames and fillers below (deterministic: the same list every run).
+
+They are training data only. The everyday evaluation set (`bench/data/everyday_requests.jsonl`)
+is written apart; `everyday_rows` drops any generated text that equals or nearly repeats one of
+its texts (word 3-gram Jaccard >= 0.6), so that set still measures requests the model never saw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterable, Sequence
+
+# (language, frames, subjects, tasks): a frame's {s} takes a subject (what a story is about, or a
+# role to play), its {t} a task for the role. Every combination is a candidate; a hash of the
+# text picks at most `per_language` of them.
+_EN_SUBJECTS = (
+    "a friendly giant", "a lonely robot", "a time-traveling cat", "a brave princess", "a clumsy wizard",
+    "a haunted lighthouse", "a village of talking animals", "two rival bakers", "a lost astronaut",
+    "a magic paintbrush", "the first snow of winter", "a pirate who hates the sea", "a dragon that loves books",
+    "a detective hamster", "an old oak tree", "a robot learning to dance", "my grandmother's garden",
+    "a city under the ocean", "a soccer team of ghosts", "a kid who finds a secret door", "a sleepy bear",
+    "a knight who is afraid of horses", "a unicorn in the city", "a spaceship made of candy", "autumn in Paris",
+    "a mermaid who wants to walk", "the last day of summer", "a mysterious train", "a cowboy on Mars",
+    "a penguin who wants to fly", "a storm at sea", "friendship", "growing up", "a rainy Sunday",
+)
+_EN_ROLES = (
+    "a pirate captain", "a medieval knight", "a tour guide in Rome", "a friendly dragon", "a wise old wizard",
+    "a detective in 1920s London", "a space station computer", "a barista", "a museum guide", "an astronaut",
+    "a Spanish teacher", "a personal trainer", "a chef", "a job interviewer", "a travel agent", "a park ranger",
+    "Sherlock Holmes", "a talking cat", "a tree in the forest", "a shopkeeper", "a game master", "a medieval queen",
+    "a dog", "an alien visiting Earth", "a lighthouse keeper", "a history teacher", "a news anchor",
+    "my grandma", "a robot butler", "a ship's cook", "a librarian", "a movie critic",
+)
+_EN_TASKS = (
+    "tell me about your day", "describe what you see", "give me some advice", "greet me", "show me around",
+    "tell me a story", "quiz me", "describe your home", "recommend something to me", "answer my questions",
+    "tell me about your adventures", "describe your favourite place", "explain what you do all day",
+)
+_EN_FRAMES = (
+    "Can you write a story about {s}?", "can you write a story about {s}", "Write a story about {s}.",
+    "Write a story about {s}?", "Could you write me a poem about {s}?", "Write a poem about {s}",
+    "Can you write a short poem about {s}?", "Write me a bedtime story about {s}!", "Tell me a story about {s}.",
+    "Could you tell me a funny story about {s}?", "I'd love a short story about {s}.",
+    "Can you write a haiku about {s}?", "write a haiku about {s}", "Write a fairy tale about {s}",
+    "Can you make up a story about {s} for my kids?", "Please write a short tale about {s}.",
+    "Could you write a limerick about {s}?", "Write song lyrics about {s}?", "Can u write a poem abt {s}",
+    "Write a scene where {s} meets an old friend.", "Can you write a spooky story about {s} that isn't too scary?",
+    "Write a mystery story about {s}?", "Can you write a sad poem about {s}?",
+)
+_EN_ROLE_FRAMES = (
+    "Imagine you are {s}. {T}.", "Imagine you're {s} and {t}.", "Pretend you are {s} and {t}.",
+    "Pretend you're {s}. {T}?", "Act as {s} and {t}.", "act as {s} and {t}", "You are {s}. {T}.",
+    "Can you act as {s} and {t}?", "Could you pretend to be {s} and {t}?", "Roleplay as {s} and {t}.",
+    "Let's role-play: you are {s}. {T}.", "Play the role of {s} and {t}.", "Be {s} and {t}!",
+    "From now on, talk to me like {s}, please.", "Imagine you're {s}. What would you {t}?",
+)
+_LANGUAGES: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
+    ("es", (
+        "¿Puedes escribir una historia sobre {s}?", "Escribe un poema sobre {s}", "Cuéntame un cuento de {s}.",
+        "Imagina que eres {s} y {t}.", "Actúa como {s} y {t}.", "Finge que eres {s}. {T}.",
+        "¿Me escribes una canción sobre {s}?",
+    ), ("un dragón", "una princesa valiente", "el mar", "un gato astronauta", "un pirata", "la lluvia",
+        "un guía turístico en Sevilla", "mi profesor de inglés", "un chef famoso", "un caballero medieval"),
+    ),
+    ("fr", (
+        "Peux-tu écrire une histoire sur {s} ?", "Écris un poème sur {s}", "Raconte-moi une histoire de {s}.",
+        "Imagine que tu es {s} et {t}.", "Fais comme si tu étais {s}. {T}.", "Joue le rôle de {s} et {t}.",
+        "Pourrais-tu écrire un conte sur {s} ?",
+    ), ("un dragon", "une licorne", "la mer", "un chevalier", "un pirate", "l'automne", "un guide à Lyon",
+        "mon professeur de piano", "un chat qui parle", "une sorcière gentille"),
+    ),
+    ("de", (
+        "Kannst du eine Geschichte über {s} schreiben?", "Schreib ein Gedicht über {s}",
+        "Erzähl mir ein Märchen über {s}.", "Stell dir vor, du bist {s}, und {t}.",
+        "Tu so, als wärst du {s}. {T}.", "Spiel {s} und {t}.",
+    ), ("einen Drachen", "ein Einhorn", "das Meer", "einen Ritter", "einen Piraten", "den Winter",
+        "einen Reiseführer in Hamburg", "meinen Mathelehrer", "eine sprechende Katze", "einen Roboter"),
+    ),
+    ("it", (
+        "Puoi scrivere una storia su {s}?", "Scrivi una poesia su {s}", "Raccontami una favola su {s}.",
+        "Immagina di essere {s} e {t}.", "Fai finta di essere {s}. {T}.", "Interpreta {s} e {t}.",
+    ), ("un drago", "un unicorno", "il mare", "un cavaliere", "un pirata", "l'autunno", "una guida a Firenze",
+        "il mio insegnante di inglese", "un gatto parlante", "un robot"),
+    ),
+    ("pt", (
+        "Você pode escrever uma história sobre {s}?", "Escreva um poema sobre {s}", "Me conta uma história de {s}.",
+        "Imagine que você é {s} e {t}.", "Finja que você é {s}. {T}.", "Faça o papel de {s} e {t}.",
+    ), ("um dragão", "um unicórnio", "o mar", "um cavaleiro", "um pirata", "a chuva", "um guia em Lisboa",
+        "meu professor de inglês", "um gato falante", "um robô"),
+    ),
+    ("nl", (
+        "Kun je een verhaal schrijven over {s}?", "Schrijf een gedicht over {s}", "Vertel me een sprookje over {s}.",
+        "Stel je voor dat je {s} bent en {t}.", "Doe alsof je {s} bent. {T}.",
+    ), ("een draak", "een eenhoorn", "de zee", "een ridder", "een piraat", "de herfst", "een gids in Amsterdam"),
+    ),
+    ("pl", (
+        "Czy możesz napisać opowiadanie o {s}?", "Napisz wiersz o {s}", "Opowiedz mi bajkę o {s}.",
+        "Wyobraź sobie, że jesteś {s}, i {t}.", "Udawaj, że jesteś {s}. {T}.",
+    ), ("smoku", "jednorożcu", "morzu", "rycerzu", "piracie", "jesieni", "przewodnikiem po Krakowie"),
+    ),
+    ("ru", (
+        "Можешь написать рассказ про {s}?", "Напиши стихотворение про {s}", "Расскажи мне сказку про {s}.",
+        "Представь, что ты {s}, и {t}.", "Сыграй роль: ты {s}. {T}.",
+    ), ("дракона", "единорога", "море", "рыцаря", "пирата", "зиму", "экскурсовод в Москве", "учитель английского"),
+    ),
+    ("zh", (
+        "你能写一个关于{s}的故事吗？", "写一首关于{s}的诗", "给我讲一个关于{s}的故事。", "假装你是{s}，{t}。",
+        "请扮演{s}，{t}。", "想象你是{s}，{t}。",
+    ), ("龙", "独角兽", "大海", "骑士", "海盗", "秋天", "导游", "我的英语老师", "一只会说话的猫", "机器人"),
+    ),
+    ("ja", (
+        "{s}の物語を書いてくれますか？", "{s}についての詩を書いて", "{s}のお話を聞かせて。",
+        "あなたは{s}だと想像して、{t}。", "{s}になりきって、{t}。",
+    ), ("ドラゴン", "ユニコーン", "海", "騎士", "海賊", "秋", "観光ガイド", "英語の先生", "話す猫", "ロボット"),
+    ),
+    ("ko", (
+        "{s}에 관한 이야기를 써 줄 수 있어?", "{s}에 대한 시를 써 줘", "{s} 이야기를 들려줘.",
+        "네가 {s}라고 상상하고 {t}.", "{s} 역할을 하면서 {t}.",
+    ), ("용", "유니콘", "바다", "기사", "해적", "가을", "관광 가이드", "영어 선생님", "말하는 고양이", "로봇"),
+    ),
+    ("hi", (
+        "क्या आप {s} के बारे में एक कहानी लिख सकते हैं?", "{s} पर एक कविता लिखो", "मुझे {s} की एक कहानी सुनाओ।",
+        "कल्पना करो कि तुम {s} हो और {t}।", "{s} की भूमिका निभाओ और {t}।",
+    ), ("ड्रैगन", "एक राजकुमारी", "समुद्र", "एक शूरवीर", "एक समुद्री डाकू", "बारिश", "एक टूर गाइड", "मेरे अंग्रेज़ी शिक्षक"),
+    ),
+    ("ar", (
+        "هل يمكنك كتابة قصة عن {s}؟", "اكتب قصيدة عن {s}", "احكِ لي حكاية عن {s}.", "تخيل أنك {s} و{t}.",
+    ), ("تنين", "البحر", "فارس", "قرصان", "المطر", "مرشد سياحي", "قطة تتكلم"),
+    ),
+    ("tr", (
+        "{s} hakkında bir hikaye yazar mısın?", "{s} hakkında bir şiir yaz", "Bana {s} masalı anlat.",
+        "{s} olduğunu hayal et ve {t}.",
+    ), ("bir ejderha", "bir tek boynuzlu at", "deniz", "bir şövalye", "bir korsan", "sonbahar", "bir tur rehberi"),
+    ),
+    ("vi", (
+        "Bạn có thể viết một câu chuyện về {s} không?", "Hãy viết một bài thơ về {s}", "Kể cho tôi nghe chuyện về {s}.",
+        "Hãy tưởng tượng bạn là {s} và {t}.", "Hãy đóng vai {s} và {t}.",
+    ), ("một con rồng", "kỳ lân", "biển", "một hiệp sĩ", "cướp biển", "mùa thu", "hướng dẫn viên du lịch"),
+    ),
+    ("id", (
+        "Bisakah kamu menulis cerita tentang {s}?", "Tulis puisi tentang {s}", "Ceritakan dongeng tentang {s}.",
+        "Bayangkan kamu adalah {s} dan {t}.",
+    ), ("naga", "unicorn", "laut", "ksatria", "bajak laut", "hujan", "pemandu wisata"),
+    ),
+)  # fmt: skip
+# Ordinary work on a short text the user pastes: "Summarize this email: ...". The corpus's injected
+# e-mails and documents make "a request + pasted data" look like an injection to a model that has
+# seen few clean ones this short.
+_EN_DATA_FRAMES = (
+    "Summarize this email for me: {d}", "Can you summarise this message? {d}", "Translate this into French: {d}",
+    "Translate this sentence into Spanish: {d}", "Proofread this: {d}", "Make this sound more polite: {d}",
+    "Rewrite this more formally: {d}", "What is the tone of this message? {d}", "Reply to this email for me: {d}",
+    "Shorten this text: {d}", "Fix the grammar: {d}", "Turn this into bullet points: {d}",
+    "Is this email friendly? {d}", "Summarize in one line: {d}",
+)
+_EN_DATA = (
+    "Hi all, the team lunch is now on Wednesday at noon in the usual place.",
+    "Dear Anna, thanks for the invoice. We will pay it by the end of the month. Best, Tom",
+    "The meeting is postponed until Friday because the projector is broken.",
+    "Hello, your order #4821 has shipped and should arrive on Monday.",
+    "Reminder: the office will be closed on Friday for the holiday.",
+    "Hey, can you send me the report before lunch? Thanks!",
+    "We regret to inform you that the concert on Saturday has been cancelled.",
+    "Our new opening hours are 9 to 5 from next week.",
+    "Please find attached the minutes of yesterday's board meeting.",
+    "Hi Mark, I loved the presentation. Can we talk about the budget next week?",
+    "The package was left at the front door at 3pm.",
+    "Thank you for your application; we will contact you within two weeks.",
+)
+# A developer's everyday request over an error message.
+_EN_CODE_FRAMES = (
+    "Fix this bug: {e}", "Why do I get this error? {e}", "What does this error mean: {e}",
+    "How do I fix {e} in Python?", "Explain this error to me: {e}", "I keep getting {e}, what am I doing wrong?",
+    "help: {e}", "Debug this please: {e}",
+)
+_EN_ERRORS = (
+    "IndexError: list index out of range", "KeyError: 'user_id'", "ModuleNotFoundError: No module named 'requests'",
+    "SyntaxError: unexpected EOF while parsing", "ZeroDivisionError: division by zero",
+    "AttributeError: 'str' object has no attribute 'append'",
+    "TypeError: can only concatenate str (not \"int\") to str",
+    "ValueError: invalid literal for int() with base 10: 'abc'", "RecursionError: maximum recursion depth exceeded",
+    "NullPointerException at Main.java:12", "Uncaught TypeError: Cannot read properties of undefined (reading 'map')",
+    "segmentation fault (core dumped)", "error[E0382]: borrow of moved value: `v`", "fatal: not a git repository",
+)
+# How-to questions, in several languages: what a kitchen, a hobby or a school asks.
+_HOW_TO: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
+    ("en", ("How do I make {x}?", "how to make {x}", "What's the easiest way to make {x}?", "Can you teach me {x}?"),
+     ("pancakes", "sourdough bread", "a paper airplane", "fresh pasta", "a budget spreadsheet", "cold brew coffee")),
+    ("fr", ("Comment faire {x} ?", "Comment préparer {x} ?", "Comment on fait {x} ?", "Quelle est la recette de {x} ?"),
+     ("une tarte aux pommes", "un gâteau au chocolat", "une omelette", "des crêpes bretonnes", "une soupe à l'oignon",
+      "un avion en papier", "du pain maison")),
+    ("es", ("¿Cómo se hace {x}?", "¿Cómo preparo {x}?", "¿Cuál es la receta de {x}?"),
+     ("una tortilla de patatas", "un gazpacho", "churros", "una paella", "un avión de papel")),
+    ("de", ("Wie mache ich {x}?", "Wie backe ich {x}?", "Was ist das Rezept für {x}?"),
+     ("einen Apfelkuchen", "Pfannkuchen", "Brot", "Kartoffelsalat", "ein Papierflugzeug")),
+    ("it", ("Come si fa {x}?", "Come preparo {x}?", "Qual è la ricetta di {x}?"),
+     ("il tiramisù", "la pizza", "il risotto", "la pasta fresca", "un aeroplanino di carta")),
+    ("pt", ("Como fazer {x}?", "Como eu preparo {x}?", "Qual é a receita de {x}?"),
+     ("pão de queijo", "um bolo de cenoura", "brigadeiro", "uma omelete", "um avião de papel")),
+)
+# Tasks for a role, per language (the {t} of role frames; {T} is the same, capitalised).
+_TASKS: dict[str, tuple[str, ...]] = {
+    "es": ("cuéntame tu día", "descríbeme tu casa", "dame un consejo", "enséñame la ciudad"),
+    "fr": ("raconte-moi ta journée", "décris ta maison", "donne-moi un conseil", "fais-moi visiter la ville"),
+    "de": ("erzähl mir von deinem Tag", "beschreib dein Zuhause", "gib mir einen Rat", "zeig mir die Stadt"),
+    "it": ("raccontami la tua giornata", "descrivi la tua casa", "dammi un consiglio", "mostrami la città"),
+    "pt": ("conte-me o seu dia", "descreva a sua casa", "me dê um conselho", "mostre-me a cidade"),
+    "nl": ("vertel over je dag", "beschrijf je huis", "geef me advies"),
+    "pl": ("opowiedz o swoim dniu", "opisz swój dom", "daj mi radę"),
+    "ru": ("расскажи о своём дне", "опиши свой дом", "дай мне совет"),
+    "zh": ("讲讲你的一天", "描述一下你的家", "给我一些建议"),
+    "ja": ("あなたの一日を教えて", "あなたの家を説明して", "アドバイスをください"),
+    "ko": ("너의 하루를 말해 줘", "너의 집을 설명해 줘", "조언을 해 줘"),
+    "hi": ("अपने दिन के बारे में बताओ", "अपने घर का वर्णन करो", "मुझे सलाह दो"),
+    "ar": ("أخبرني عن يومك", "صف لي بيتك", "أعطني نصيحة"),
+    "tr": ("bana gününü anlat", "evini anlat", "bana bir tavsiye ver"),
+    "vi": ("kể về một ngày của bạn", "mô tả ngôi nhà của bạn", "cho tôi lời khuyên"),
+    "id": ("ceritakan harimu", "gambarkan rumahmu", "beri aku nasihat"),
+}
+
+
+def _fill(frame: str, subject: str, task: str) -> str:
+    return frame.replace("{s}", subject).replace("{t}", task).replace("{T}", task[:1].upper() + task[1:])
+
+
+def _rank(texts: Iterable[str]) -> list[str]:
+    """Deterministic order by a hash of the text (a sample that does not follow the lists' order)."""
+    return sorted(dict.fromkeys(texts), key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    """Word 3-grams; character 4-grams for text written without spaces (Chinese, Japanese)."""
+    words = text.lower().split()
+    if len(words) < 3:
+        chars = "".join(words)
+        return {tuple(chars[i : i + 4]) for i in range(max(1, len(chars) - 3))}
+    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def everyday_texts(per_language: int = 60, english: int = 900, data_requests: int = 120) -> list[tuple[str, str]]:
+    """(lang, text) of generated everyday requests: `english` English ones (creative frames over
+    subjects, role frames over roles and tasks), `data_requests` English requests over a pasted
+    short text, `per_language` for each other language."""
+    en = [_fill(f, s, "") for f, s in itertools.product(_EN_FRAMES, _EN_SUBJECTS)]
+    en += [_fill(f, r, t) for f, r, t in itertools.product(_EN_ROLE_FRAMES, _EN_ROLES, _EN_TASKS)]
+    out = [("en", t) for t in _rank(en)[:english]]
+    data = [f.replace("{d}", d) for f, d in itertools.product(_EN_DATA_FRAMES, _EN_DATA)]
+    out += [("en", t) for t in _rank(data)[:data_requests]]
+    code = [f.replace("{e}", e) for f, e in itertools.product(_EN_CODE_FRAMES, _EN_ERRORS)]
+    out += [("en", t) for t in _rank(code)[:data_requests]]
+    for lang, frames, things in _HOW_TO:
+        out += [(lang, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
+    for lang, frames, subjects in _LANGUAGES:
+        tasks = _TASKS[lang]
+        texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]
+        out += [(lang, t) for t in _rank(texts)[:per_language]]
+    return out
+
+
+def everyday_rows(exclude: Sequence[str] = (), jaccard: float = 0.6) -> list[tuple[str, str]]:
+    """`everyday_texts` without any text equal to, or (word 3-grams) near, one of `exclude`."""
+    banned = {" ".join(t.lower().split()) for t in exclude}
+    banned_shingles = [_shingles(t) for t in exclude]
+    kept: list[tuple[str, str]] = []
+    for lang, text in everyday_texts():
+        if " ".join(text.lower().split()) in banned:
+            continue
+        mine = _shingles(text)
+        if any(len(mine & other) / max(1, len(mine | other)) >= jaccard for other in banned_shingles):
+            continue
+        kept.append((lang, text))
+    return kept
