@@ -847,6 +847,8 @@ class _Importer:
 
     # -- signals
     def _flat_signals(self, cfg: Mapping[str, Any]) -> None:
+        classifier = _mapping(cfg.get("classifier"))
+        self.category_model = _mapping(classifier.get("category_model"))  # the domain signal reads it
         for key, section in _SECTION_OF_FLAT.items():
             if key in cfg:
                 self._section(section, _list(cfg[key]), key)
@@ -855,8 +857,6 @@ class _Importer:
                 name = str(_mapping(raw).get("name", i))
                 self.unmapped(f"{kind} signal {name}", f"{key}[{i}]", UNMAPPED_SIGNALS[kind])
                 self.leaf_missing[(kind, name)] = UNMAPPED_SIGNALS[kind]
-        classifier = _mapping(cfg.get("classifier"))
-        self.category_model = _mapping(classifier.get("category_model"))
         for key in classifier:
             if key not in ("category_model", "pii_model"):
                 self.unmapped(f"classifier {key}", f"classifier.{key}", "no counterpart: MCP / external classifiers")
@@ -909,7 +909,8 @@ class _Importer:
 
     def _register(self, spec: dict[str, Any], path: str, item: str, fallback: str = "signal") -> dict[str, Any] | None:
         """Validate `spec` with its type's own schema; add it under a unique name."""
-        spec["name"] = sanitize_name(str(spec["name"]), self.signal_names, fallback=fallback)
+        wanted = str(spec["name"])
+        spec["name"] = sanitize_name(wanted, self.signal_names, fallback=fallback)
         entry = self.catalog.get(spec["type"])
         if entry is None:
             self.unmapped(item, path, f"no counterpart: signal type {spec['type']!r} is not in this build")
@@ -924,6 +925,8 @@ class _Importer:
             return None
         self.signals.append(spec)
         self.signal_paths[spec["name"]] = path
+        if spec["name"] != wanted:
+            self.mapped(f"signal name {wanted}", path, f"renamed {spec['name']} (policy names: unique, [A-Za-z0-9_.-])")
         return spec
 
     def _sig_keywords(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
