@@ -429,13 +429,9 @@ class _Importer:
         policy: dict[str, Any] = {"version": 1, "name": "imported-from-vsr"}
         policy["description"] = f"Imported from a vLLM Semantic Router config ({self.layout} layout)"
         policy["aliases"] = self._aliases(aliases, model_names)
+        # A request naming a configured model gets it (VSR sends it there); ours honours the name only when no
+        # decision fires. A difference of the two routers, not of this config: docs/migrating-from-vsr.md says so.
         policy["client_models"] = list(model_names)
-        self.approx(
-            "client-named models",
-            "(request model field)",
-            "approximated: a request naming a configured model gets it when no decision rule fires; "
-            "a decision that fires still routes by policy",
-        )
         if cache:
             policy["cache"] = cache
         policy["models"] = list(self.model_cards.values())  # LoRA variants the decisions added included
@@ -1579,6 +1575,8 @@ class _Importer:
                 first.path,
                 "catch-all (no conditions) as the default decision (VSR ranks catch-alls after every real match)",
             )
+            if default_model is not None:
+                self.mapped("default model", path, f"superseded by the catch-all decision {first.vsr_name}, as in VSR")
             name = sanitize_name(first.vsr_name, self.decision_names, fallback="default")
             return {
                 "name": name,
