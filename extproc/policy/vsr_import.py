@@ -24,9 +24,10 @@ Constructs that need signal types or fields our schema does not have yet (the `d
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,7 +35,7 @@ import yaml
 from pydantic import ValidationError
 
 from extproc.policy.load import PolicyLoader
-from extproc.policy.schema import NAME_PATTERN, ModelSpec, Plugins, RouteAction
+from extproc.policy.schema import NAME_PATTERN, CachePolicy, CacheSpec, ModelSpec, Plugins, RouteAction
 from extproc.signals.registry import SignalCatalog
 
 Outcome = Literal["mapped", "approximated", "unmapped"]
@@ -374,6 +375,14 @@ class _Importer:
                     f"unknown key {key}", _join(path, key), "unknown key: not a VSR field this importer knows"
                 )
 
+    @contextlib.contextmanager
+    def guarded(self, item: str, path: str) -> Iterator[None]:
+        """Whatever a malformed construct raises becomes a report item; the import goes on."""
+        try:
+            yield
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            self.unmapped(item, path, f"could not be read: {exc}")
+
     # -- the whole document
     def run(self) -> ImportResult:
         cfg = self.config
@@ -466,76 +475,78 @@ class _Importer:
         endpoints: dict[str, tuple[str | None, str]] = {}
         raw_endpoints = cfg.get("vllm_endpoints") or []
         for i, ep in enumerate(_list(raw_endpoints)):
-            path = f"vllm_endpoints[{i}]"
-            if not isinstance(ep, Mapping) or not ep.get("name"):
-                self.unmapped("endpoint", path, "an endpoint needs a name")
-                continue
-            self.fields(ep, path, {"name", "address", "port", "weight"})
-            address = f"{ep.get('address')}:{ep.get('port')}" if ep.get("address") and ep.get("port") else None
-            if address is not None and not _ADDRESS.match(address):
-                self.unmapped(
+            with self.guarded("endpoint", f"vllm_endpoints[{i}]"):
+                path = f"vllm_endpoints[{i}]"
+                if not isinstance(ep, Mapping) or not ep.get("name"):
+                    self.unmapped("endpoint", path, "an endpoint needs a name")
+                    continue
+                self.fields(ep, path, {"name", "address", "port", "weight"})
+                address = f"{ep.get('address')}:{ep.get('port')}" if ep.get("address") and ep.get("port") else None
+                if address is not None and not _ADDRESS.match(address):
+                    self.unmapped(
+                        f"endpoint {ep['name']}",
+                        path,
+                        f"address {address!r} is not host:port (IPv6 and URLs are not carried)",
+                    )
+                    address = None
+                endpoints[str(ep["name"])] = (address, path)
+                self.mapped(
                     f"endpoint {ep['name']}",
                     path,
-                    f"address {address!r} is not host:port (IPv6 and URLs are not carried)",
+                    f"as model address {address} and its cluster" if address else "as a cluster without an address",
                 )
-                address = None
-            endpoints[str(ep["name"])] = (address, path)
-            self.mapped(
-                f"endpoint {ep['name']}",
-                path,
-                f"as model address {address} and its cluster" if address else "as a cluster without an address",
-            )
-            if "weight" in ep:
-                self.mapped(
-                    f"endpoint {ep['name']} weight", f"{path}.weight", "not needed with one endpoint per cluster"
-                )
-        for name, params in _mapping(cfg.get("model_config")).items():
-            path = f"model_config[{name!r}]"
-            params = _mapping(params)
-            model = _Model(vsr_name=str(name), path=path, upstream_model=str(name))
-            self.fields(
-                params,
-                path,
-                {
-                    "preferred_endpoints",
-                    "reasoning_family",
-                    "description",
-                    "capabilities",
-                    "param_size",
-                    "context_window_size",
-                },
-                {
-                    "pricing": "no counterpart: pricing (routes are ordered lists, not cost-optimised)",
-                    "loras": "not needed: a LoRA named by a modelRef becomes its own model card",
-                    "access_key": "no counterpart: upstream credentials belong in Envoy, not the policy",
-                    "pii_policy": "no counterpart: per-model PII policy (write a decision with a `pii` signal)",
-                    "api_format": "no counterpart: upstream API format",
-                    "quality_score": "no counterpart: quality scores for learned selection",
-                },
-            )
-            preferred = [str(p) for p in _list(params.get("preferred_endpoints"))]
-            known = [p for p in preferred if p in endpoints]
-            if known:
-                model.cluster_hint = known[0]
-                model.address = endpoints[known[0]][0]
-                if len(known) > 1:
-                    self.approx(
-                        f"model {name} endpoints",
-                        f"{path}.preferred_endpoints",
-                        f"approximated: routed to {known[0]} only; add the others to its Envoy cluster",
+                if "weight" in ep:
+                    self.mapped(
+                        f"endpoint {ep['name']} weight", f"{path}.weight", "not needed with one endpoint per cluster"
                     )
-            elif preferred:
-                self.unmapped(
-                    f"model {name} endpoints", f"{path}.preferred_endpoints", f"unknown endpoint(s) {preferred}"
+        for name, params in _mapping(cfg.get("model_config")).items():
+            with self.guarded(f"model {name}", f"model_config[{name!r}]"):
+                path = f"model_config[{name!r}]"
+                params = _mapping(params)
+                model = _Model(vsr_name=str(name), path=path, upstream_model=str(name))
+                self.fields(
+                    params,
+                    path,
+                    {
+                        "preferred_endpoints",
+                        "reasoning_family",
+                        "description",
+                        "capabilities",
+                        "param_size",
+                        "context_window_size",
+                    },
+                    {
+                        "pricing": "no counterpart: pricing (routes are ordered lists, not cost-optimised)",
+                        "loras": "not needed: a LoRA named by a modelRef becomes its own model card",
+                        "access_key": "no counterpart: upstream credentials belong in Envoy, not the policy",
+                        "pii_policy": "no counterpart: per-model PII policy (write a decision with a `pii` signal)",
+                        "api_format": "no counterpart: upstream API format",
+                        "quality_score": "no counterpart: quality scores for learned selection",
+                    },
                 )
-            elif len(endpoints) == 1:
-                only = next(iter(endpoints))
-                model.cluster_hint, model.address = only, endpoints[only][0]
-            model.reasoning_family = _str_or_none(params.get("reasoning_family"))
-            model.description = str(params.get("description") or "")
-            model.image = _has_vision(params.get("capabilities"))
-            self._context_window(model, params.get("context_window_size"), f"{path}.context_window_size")
-            self.models[str(name)] = model
+                preferred = [str(p) for p in _list(params.get("preferred_endpoints"))]
+                known = [p for p in preferred if p in endpoints]
+                if known:
+                    model.cluster_hint = known[0]
+                    model.address = endpoints[known[0]][0]
+                    if len(known) > 1:
+                        self.approx(
+                            f"model {name} endpoints",
+                            f"{path}.preferred_endpoints",
+                            f"approximated: routed to {known[0]} only; add the others to its Envoy cluster",
+                        )
+                elif preferred:
+                    self.unmapped(
+                        f"model {name} endpoints", f"{path}.preferred_endpoints", f"unknown endpoint(s) {preferred}"
+                    )
+                elif len(endpoints) == 1:
+                    only = next(iter(endpoints))
+                    model.cluster_hint, model.address = only, endpoints[only][0]
+                model.reasoning_family = _str_or_none(params.get("reasoning_family"))
+                model.description = str(params.get("description") or "")
+                model.image = _has_vision(params.get("capabilities"))
+                self._context_window(model, params.get("context_window_size"), f"{path}.context_window_size")
+                self.models[str(name)] = model
         for name, fam in _mapping(cfg.get("reasoning_families")).items():
             fam = _mapping(fam)
             self.families[str(name)] = (str(fam.get("type", "")), str(fam.get("parameter", "")))
@@ -545,84 +556,91 @@ class _Importer:
         self.fields(providers, "providers", {"models", "defaults"})
         self.fields(_mapping(providers.get("defaults")), "providers.defaults", {"model", "reasoning_effort"})
         for i, raw in enumerate(_list(providers.get("models"))):
-            path = f"providers.models[{i}]"
-            if not isinstance(raw, Mapping) or not raw.get("name"):
-                self.unmapped("provider model", path, "a provider model needs a name")
-                continue
-            name = str(raw["name"])
-            self.fields(
-                raw,
-                path,
-                {"name", "provider_model_id", "backend_refs", "reasoning"},
-                {
-                    "api_format": "no counterpart: upstream API format",
-                    "reliability": "no counterpart here: retries and health checks are Envoy cluster settings",
-                    "pricing": "no counterpart: pricing",
-                    "external_model_ids": "no counterpart: external model ids",
-                    "catalog": "no counterpart: VSR's built-in model catalog",
-                },
-            )
-            model = _Model(vsr_name=name, path=path, upstream_model=_str_or_none(raw.get("provider_model_id")) or name)
-            refs = [r for r in _list(raw.get("backend_refs")) if isinstance(r, Mapping)]
-            if refs:
-                refs_sorted = sorted(enumerate(refs), key=lambda p: -float(p[1].get("weight") or 0))
-                first_index, first = refs_sorted[0]
-                ref_path = f"{path}.backend_refs[{first_index}]"
-                self._backend_ref(model, first, ref_path)
-                for j, other in refs_sorted[1:]:
-                    self.approx(
-                        f"model {name} backend {other.get('name', j)}",
-                        f"{path}.backend_refs[{j}]",
-                        f"approximated: one address per model; add it to cluster {model.cluster_hint or name} in Envoy",
-                    )
-            reasoning = _mapping(raw.get("reasoning"))
-            if reasoning:
-                model.reasoning_family = _str_or_none(reasoning.get("family"))
-                if reasoning.get("family") is None and reasoning.get("parameter"):
-                    self.families[f"{name}-family"] = (str(reasoning.get("type", "")), str(reasoning.get("parameter")))
-                    model.reasoning_family = f"{name}-family"
-            self.models[name] = model
+            with self.guarded("provider model", f"providers.models[{i}]"):
+                path = f"providers.models[{i}]"
+                if not isinstance(raw, Mapping) or not raw.get("name"):
+                    self.unmapped("provider model", path, "a provider model needs a name")
+                    continue
+                name = str(raw["name"])
+                self.fields(
+                    raw,
+                    path,
+                    {"name", "provider_model_id", "backend_refs", "reasoning"},
+                    {
+                        "api_format": "no counterpart: upstream API format",
+                        "reliability": "no counterpart here: retries and health checks are Envoy cluster settings",
+                        "pricing": "no counterpart: pricing",
+                        "external_model_ids": "no counterpart: external model ids",
+                        "catalog": "no counterpart: VSR's built-in model catalog",
+                    },
+                )
+                model = _Model(
+                    vsr_name=name, path=path, upstream_model=_str_or_none(raw.get("provider_model_id")) or name
+                )
+                refs = [r for r in _list(raw.get("backend_refs")) if isinstance(r, Mapping)]
+                if refs:
+                    refs_sorted = sorted(enumerate(refs), key=lambda p: -float(p[1].get("weight") or 0))
+                    first_index, first = refs_sorted[0]
+                    ref_path = f"{path}.backend_refs[{first_index}]"
+                    self._backend_ref(model, first, ref_path)
+                    for j, other in refs_sorted[1:]:
+                        self.approx(
+                            f"model {name} backend {other.get('name', j)}",
+                            f"{path}.backend_refs[{j}]",
+                            f"approximated: one address a model; add it to Envoy cluster {model.cluster_hint or name}",
+                        )
+                reasoning = _mapping(raw.get("reasoning"))
+                if reasoning:
+                    model.reasoning_family = _str_or_none(reasoning.get("family"))
+                    if reasoning.get("family") is None and reasoning.get("parameter"):
+                        self.families[f"{name}-family"] = (
+                            str(reasoning.get("type", "")),
+                            str(reasoning.get("parameter")),
+                        )
+                        model.reasoning_family = f"{name}-family"
+                self.models[name] = model
         for i, card in enumerate(_list(routing.get("modelCards"))):
-            path = f"routing.modelCards[{i}]"
-            if not isinstance(card, Mapping) or not card.get("name"):
-                self.unmapped("model card", path, "a model card needs a name")
-                continue
-            name = str(card["name"])
-            found = self.models.get(name)
-            model = found if found is not None else _Model(vsr_name=name, path=path, upstream_model=name)
-            self.models[name] = model
-            self.fields(
-                card,
-                path,
-                {"name", "context_window_size", "modalities", "capabilities", "description", "modality"},
-                {
-                    k: "no counterpart: model catalog metadata"
-                    for k in (
-                        "display_name",
-                        "publisher",
-                        "presentation",
-                        "distribution",
-                        "family",
-                        "revision",
-                        "released_at",
-                        "knowledge_cutoff",
-                        "lifecycle",
-                        "param_size",
-                        "max_output_tokens",
-                        "tags",
-                        "loras",
-                    )
-                },
-            )
-            self._context_window(model, card.get("context_window_size"), f"{path}.context_window_size")
-            inputs = _mapping(card.get("modalities")).get("input")
-            model.image = (
-                model.image
-                or _has_vision(card.get("capabilities"))
-                or "image" in [str(x).lower() for x in _list(inputs)]
-                or str(card.get("modality", "")).lower() == "omni"
-            )
-            model.description = str(card.get("description") or model.description)
+            with self.guarded("model card", f"routing.modelCards[{i}]"):
+                path = f"routing.modelCards[{i}]"
+                if not isinstance(card, Mapping) or not card.get("name"):
+                    self.unmapped("model card", path, "a model card needs a name")
+                    continue
+                name = str(card["name"])
+                found = self.models.get(name)
+                model = found if found is not None else _Model(vsr_name=name, path=path, upstream_model=name)
+                self.models[name] = model
+                self.fields(
+                    card,
+                    path,
+                    {"name", "context_window_size", "modalities", "capabilities", "description", "modality"},
+                    {
+                        k: "no counterpart: model catalog metadata"
+                        for k in (
+                            "display_name",
+                            "publisher",
+                            "presentation",
+                            "distribution",
+                            "family",
+                            "revision",
+                            "released_at",
+                            "knowledge_cutoff",
+                            "lifecycle",
+                            "param_size",
+                            "max_output_tokens",
+                            "tags",
+                            "loras",
+                        )
+                    },
+                )
+                self._context_window(model, card.get("context_window_size"), f"{path}.context_window_size")
+                inputs = _mapping(card.get("modalities")).get("input")
+                model.image = (
+                    model.image
+                    or _has_vision(card.get("capabilities"))
+                    or "image" in [str(x).lower() for x in _list(inputs)]
+                    or str(card.get("modality", "")).lower() == "omni"
+                )
+                model.description = str(card.get("description") or model.description)
 
     def _backend_ref(self, model: _Model, ref: Mapping[str, Any], path: str) -> None:
         self.fields(
@@ -821,12 +839,17 @@ class _Importer:
             },
         )
         cache: dict[str, Any] = {"enabled": bool(raw.get("enabled", False))}
-        if raw.get("similarity_threshold") is not None:
-            cache["similarity"] = float(raw["similarity_threshold"])
         ttl = raw.get("ttl_seconds")
-        if isinstance(ttl, int) and ttl > 0:
-            cache["ttl_s"] = min(ttl, 30 * 86400)
-        elif ttl == 0:
+        try:
+            if raw.get("similarity_threshold") is not None:
+                cache["similarity"] = float(raw["similarity_threshold"])
+            if isinstance(ttl, int) and ttl > 0:
+                cache["ttl_s"] = min(ttl, 30 * 86400)
+            CachePolicy.model_validate(cache)
+        except (ValueError, TypeError) as exc:
+            self.unmapped("semantic cache", path, f"could not be expressed: {_first_error(exc)}")
+            return None
+        if ttl == 0:
             self.approx("cache TTL", f"{path}.ttl_seconds", "approximated: 0 (no expiry) as our longest TTL, 30 days")
             cache["ttl_s"] = 30 * 86400
         self.approx(
@@ -886,22 +909,23 @@ class _Importer:
             self._domains(rules, path)
             return
         for i, raw in enumerate(rules):
-            rpath = f"{path}[{i}]"
-            if not isinstance(raw, Mapping) or not raw.get("name"):
-                self.unmapped(f"{_SECTION_ITEM[section]} signal", rpath, "a signal needs a name")
-                continue
-            name = str(raw["name"])
-            item = f"{_SECTION_ITEM[section]} signal {name}"
-            build = getattr(self, f"_sig_{section}")
-            spec = build(raw, rpath, item)
-            if spec is None:
-                self.leaf_missing.setdefault((section, name), f"{item} was not carried over")
-                continue
-            spec = self._register(spec, rpath, item, fallback=f"{_SECTION_ITEM[section]}_{i}")
-            if spec is None:
-                self.leaf_missing[(section, name)] = f"{item} was not carried over"
-                continue
-            self.leaves[(section, name)] = {"signal": spec["name"]}
+            with self.guarded(f"{_SECTION_ITEM[section]} signal", f"{path}[{i}]"):
+                rpath = f"{path}[{i}]"
+                if not isinstance(raw, Mapping) or not raw.get("name"):
+                    self.unmapped(f"{_SECTION_ITEM[section]} signal", rpath, "a signal needs a name")
+                    continue
+                name = str(raw["name"])
+                item = f"{_SECTION_ITEM[section]} signal {name}"
+                build = getattr(self, f"_sig_{section}")
+                spec = build(raw, rpath, item)
+                if spec is None:
+                    self.leaf_missing.setdefault((section, name), f"{item} was not carried over")
+                    continue
+                spec = self._register(spec, rpath, item, fallback=f"{_SECTION_ITEM[section]}_{i}")
+                if spec is None:
+                    self.leaf_missing[(section, name)] = f"{item} was not carried over"
+                    continue
+                self.leaves[(section, name)] = {"signal": spec["name"]}
 
     def _register(self, spec: dict[str, Any], path: str, item: str, fallback: str = "signal") -> dict[str, Any] | None:
         """Validate `spec` with its type's own schema; add it under a unique name."""
@@ -1180,13 +1204,14 @@ class _Importer:
     def _decisions(self, raw: Any, path: str) -> list[_Decision]:
         out: list[_Decision] = []
         for i, d in enumerate(_list(raw)):
-            dpath = f"{path}[{i}]"
-            if not isinstance(d, Mapping) or not d.get("name"):
-                self.unmapped("decision", dpath, "a decision needs a name")
-                continue
-            decision = self._decision(d, dpath)
-            if decision is not None:
-                out.append(decision)
+            with self.guarded("decision", f"{path}[{i}]"):
+                dpath = f"{path}[{i}]"
+                if not isinstance(d, Mapping) or not d.get("name"):
+                    self.unmapped("decision", dpath, "a decision needs a name")
+                    continue
+                decision = self._decision(d, dpath)
+                if decision is not None:
+                    out.append(decision)
         return out
 
     def _decision(self, d: Mapping[str, Any], path: str) -> _Decision | None:
@@ -1314,27 +1339,35 @@ class _Importer:
         models: list[str] = []
         reasoning: list[tuple[Any, Any]] = []
         for j, ref in enumerate(refs):
-            rpath = f"{path}.modelRefs[{j}]"
-            self.fields(
-                ref,
-                rpath,
-                {"model", "lora_name", "use_reasoning", "reasoning_effort", "reasoning_description", "reasoning_mode"},
-                {"weight": "no counterpart: weights of learned selection (the list order is kept)"},
-            )
-            name = str(ref.get("model", ""))
-            if name not in self.model_cards:
-                self.unmapped(f"{item} model {name}", rpath, "unknown model")
-                continue
-            target = self._model_variant(name, str(ref["lora_name"])) if ref.get("lora_name") else name
-            if ref.get("lora_name"):
-                self.mapped(
-                    f"{item} LoRA {ref['lora_name']}",
-                    f"{rpath}.lora_name",
-                    f"as model card {target} (upstream model {ref['lora_name']})",
+            with self.guarded(f"{item} model ref", f"{path}.modelRefs[{j}]"):
+                rpath = f"{path}.modelRefs[{j}]"
+                self.fields(
+                    ref,
+                    rpath,
+                    {
+                        "model",
+                        "lora_name",
+                        "use_reasoning",
+                        "reasoning_effort",
+                        "reasoning_description",
+                        "reasoning_mode",
+                    },
+                    {"weight": "no counterpart: weights of learned selection (the list order is kept)"},
                 )
-            if target not in models:
-                models.append(target)
-            reasoning.append((ref.get("use_reasoning"), ref.get("reasoning_effort")))
+                name = str(ref.get("model", ""))
+                if name not in self.model_cards:
+                    self.unmapped(f"{item} model {name}", rpath, "unknown model")
+                    continue
+                target = self._model_variant(name, str(ref["lora_name"])) if ref.get("lora_name") else name
+                if ref.get("lora_name"):
+                    self.mapped(
+                        f"{item} LoRA {ref['lora_name']}",
+                        f"{rpath}.lora_name",
+                        f"as model card {target} (upstream model {ref['lora_name']})",
+                    )
+                if target not in models:
+                    models.append(target)
+                reasoning.append((ref.get("use_reasoning"), ref.get("reasoning_effort")))
         action = _mapping(d.get("action"))
         if action:
             self.fields(action, f"{path}.action", {"type", "destination"})
@@ -1395,95 +1428,101 @@ class _Importer:
         plugins: dict[str, Any] = {}
         headers: dict[str, str] = {}
         for k, plugin in enumerate(_list(d.get("plugins"))):
-            ppath = f"{path}.plugins[{k}]"
-            plugin = _mapping(plugin)
-            kind = str(plugin.get("type", "")).replace("-", "_")
-            conf = _mapping(plugin.get("configuration"))
-            self.fields(plugin, ppath, {"type", "configuration"})
-            pitem = f"{item} plugin {plugin.get('type')}"
-            if conf.get("enabled") is False:
-                self.mapped(pitem, ppath, "disabled: nothing to carry")
-                continue
-            if kind == "system_prompt":
-                self.fields(conf, f"{ppath}.configuration", {"enabled", "system_prompt", "mode"})
-                content = str(conf.get("system_prompt") or "")
-                mode = str(conf.get("mode") or "replace").lower()
-                if not content or mode not in ("insert", "replace"):
-                    self.unmapped(pitem, ppath, f"needs a system_prompt and mode insert|replace, got mode {mode!r}")
+            with self.guarded(f"{item} plugin", f"{path}.plugins[{k}]"):
+                ppath = f"{path}.plugins[{k}]"
+                plugin = _mapping(plugin)
+                kind = str(plugin.get("type", "")).replace("-", "_")
+                conf = _mapping(plugin.get("configuration"))
+                self.fields(plugin, ppath, {"type", "configuration"})
+                pitem = f"{item} plugin {plugin.get('type')}"
+                if conf.get("enabled") is False:
+                    self.mapped(pitem, ppath, "disabled: nothing to carry")
                     continue
-                plugins["system_prompt"] = {"content": content, "mode": mode}
-                self.mapped(pitem, ppath, f"as system_prompt plugin (mode {mode})")
-            elif kind == "header_mutation":
-                self.fields(conf, f"{ppath}.configuration", {"add", "update", "delete"})
-                for op in ("add", "update"):
-                    for h, pair in enumerate(_list(conf.get(op))):
-                        pair = _mapping(pair)
-                        hpath = f"{ppath}.configuration.{op}[{h}]"
-                        hname, value = str(pair.get("name", "")), str(pair.get("value", ""))
-                        try:
-                            Plugins.model_validate({"set_headers": {hname: value}})
-                        except ValidationError as exc:
-                            self.unmapped(
-                                f"{pitem} {op} {hname}", hpath, exc.errors()[0]["msg"].removeprefix("Value error, ")
-                            )
-                            continue
-                        headers[hname.lower()] = value
-                        if op == "add":
-                            self.approx(
-                                f"{pitem} add {hname}",
-                                hpath,
-                                "approximated as set_headers (replaces a client-sent header of that name)",
-                            )
-                        else:
-                            self.mapped(f"{pitem} update {hname}", hpath, "as set_headers")
-                for h, hname in enumerate(_list(conf.get("delete"))):
-                    self.unmapped(
-                        f"{pitem} delete {hname}",
-                        f"{ppath}.configuration.delete[{h}]",
-                        "no counterpart: our plugins cannot remove request headers (Envoy's header_mutation can)",
+                if kind == "system_prompt":
+                    self.fields(conf, f"{ppath}.configuration", {"enabled", "system_prompt", "mode"})
+                    content = str(conf.get("system_prompt") or "")
+                    mode = str(conf.get("mode") or "replace").lower()
+                    if not content or mode not in ("insert", "replace"):
+                        self.unmapped(pitem, ppath, f"needs a system_prompt and mode insert|replace, got mode {mode!r}")
+                        continue
+                    plugins["system_prompt"] = {"content": content, "mode": mode}
+                    self.mapped(pitem, ppath, f"as system_prompt plugin (mode {mode})")
+                elif kind == "header_mutation":
+                    self.fields(conf, f"{ppath}.configuration", {"add", "update", "delete"})
+                    for op in ("add", "update"):
+                        for h, pair in enumerate(_list(conf.get(op))):
+                            pair = _mapping(pair)
+                            hpath = f"{ppath}.configuration.{op}[{h}]"
+                            hname, value = str(pair.get("name", "")), str(pair.get("value", ""))
+                            try:
+                                Plugins.model_validate({"set_headers": {hname: value}})
+                            except ValidationError as exc:
+                                self.unmapped(
+                                    f"{pitem} {op} {hname}", hpath, exc.errors()[0]["msg"].removeprefix("Value error, ")
+                                )
+                                continue
+                            headers[hname.lower()] = value
+                            if op == "add":
+                                self.approx(
+                                    f"{pitem} add {hname}",
+                                    hpath,
+                                    "approximated as set_headers (replaces a client-sent header of that name)",
+                                )
+                            else:
+                                self.mapped(f"{pitem} update {hname}", hpath, "as set_headers")
+                    for h, hname in enumerate(_list(conf.get("delete"))):
+                        self.unmapped(
+                            f"{pitem} delete {hname}",
+                            f"{ppath}.configuration.delete[{h}]",
+                            "no counterpart: our plugins cannot remove request headers (Envoy's header_mutation can)",
+                        )
+                elif kind in ("semantic_cache", "response_cache"):
+                    self.fields(
+                        conf,
+                        f"{ppath}.configuration",
+                        {"enabled", "similarity_threshold", "ttl_seconds", "semantic"},
+                        {
+                            k: "no counterpart: " + k
+                            for k in ("mode", "scope", "request_controls", "personalized", "revision")
+                        },
                     )
-            elif kind in ("semantic_cache", "response_cache"):
-                self.fields(
-                    conf,
-                    f"{ppath}.configuration",
-                    {"enabled", "similarity_threshold", "ttl_seconds", "semantic"},
-                    {
-                        k: "no counterpart: " + k
-                        for k in ("mode", "scope", "request_controls", "personalized", "revision")
-                    },
-                )
-                cache: dict[str, Any] = {"enabled": bool(conf.get("enabled", True))}
-                similarity = conf.get(
-                    "similarity_threshold", _mapping(conf.get("semantic")).get("similarity_threshold")
-                )
-                if similarity is not None:
-                    cache["similarity"] = float(similarity)
-                ttl = conf.get("ttl_seconds")
-                if ttl == 0:
-                    cache["enabled"] = False  # VSR: a TTL of 0 means "do not cache"
-                elif isinstance(ttl, int) and ttl > 0:
-                    cache["ttl_s"] = min(ttl, 30 * 86400)
-                body["cache"] = cache
-                self.approx(pitem, ppath, f"approximated as cache {cache}: similarity measured with MiniLM")
-            elif kind == "fast_response":
-                self.fields(conf, f"{ppath}.configuration", {"enabled", "message"})
-                message = str(conf.get("message") or "This request was answered by the router.")
-                body["action"] = {"type": "clarify", "message": message}
-                self.mapped(pitem, ppath, "as a clarify action (the message is returned as the assistant's reply)")
-            elif kind == "jailbreak":
-                self.fields(conf, f"{ppath}.configuration", {"enabled", "threshold", "include_history"})
-                spec = self._guard_signal("jailbreak", conf, ppath, pitem)
-                if spec is not None:
-                    guards.append(("jailbreak", spec))
-            elif kind == "pii":
-                self.fields(
-                    conf, f"{ppath}.configuration", {"enabled", "threshold", "include_history", "pii_types_allowed"}
-                )
-                spec = self._guard_signal("pii", conf, ppath, pitem)
-                if spec is not None:
-                    guards.append(("pii", spec))
-            else:
-                self.unmapped(pitem, ppath, f"no counterpart: VSR's {plugin.get('type')} plugin")
+                    cache: dict[str, Any] = {"enabled": bool(conf.get("enabled", True))}
+                    similarity = conf.get(
+                        "similarity_threshold", _mapping(conf.get("semantic")).get("similarity_threshold")
+                    )
+                    if similarity is not None:
+                        cache["similarity"] = float(similarity)
+                    ttl = conf.get("ttl_seconds")
+                    if ttl == 0:
+                        cache["enabled"] = False  # VSR: a TTL of 0 means "do not cache"
+                    elif isinstance(ttl, int) and ttl > 0:
+                        cache["ttl_s"] = min(ttl, 30 * 86400)
+                    try:
+                        CacheSpec.model_validate(cache)
+                    except ValidationError as exc:
+                        self.unmapped(pitem, ppath, f"could not be expressed: {_first_error(exc)}")
+                        continue
+                    body["cache"] = cache
+                    self.approx(pitem, ppath, f"approximated as cache {cache}: similarity measured with MiniLM")
+                elif kind == "fast_response":
+                    self.fields(conf, f"{ppath}.configuration", {"enabled", "message"})
+                    message = str(conf.get("message") or "This request was answered by the router.")
+                    body["action"] = {"type": "clarify", "message": message}
+                    self.mapped(pitem, ppath, "as a clarify action (the message is returned as the assistant's reply)")
+                elif kind == "jailbreak":
+                    self.fields(conf, f"{ppath}.configuration", {"enabled", "threshold", "include_history"})
+                    spec = self._guard_signal("jailbreak", conf, ppath, pitem)
+                    if spec is not None:
+                        guards.append(("jailbreak", spec))
+                elif kind == "pii":
+                    self.fields(
+                        conf, f"{ppath}.configuration", {"enabled", "threshold", "include_history", "pii_types_allowed"}
+                    )
+                    spec = self._guard_signal("pii", conf, ppath, pitem)
+                    if spec is not None:
+                        guards.append(("pii", spec))
+                else:
+                    self.unmapped(pitem, ppath, f"no counterpart: VSR's {plugin.get('type')} plugin")
         if headers:
             plugins["set_headers"] = headers
         if plugins:
@@ -1517,44 +1556,47 @@ class _Importer:
         """Flat configs without `decisions`: each category routes to its models by score."""
         out: list[_Decision] = []
         for i, cat in enumerate(_list(cfg.get("categories"))):
-            cat = _mapping(cat)
-            scores = sorted(
-                (s for s in _list(cat.get("model_scores")) if isinstance(s, Mapping)),
-                key=lambda s: -float(s.get("score") or 0),
-            )
-            name = str(cat.get("name", i))
-            leaf = self.leaves.get(("domains", name))
-            path = f"categories[{i}]"
-            if not scores:
-                continue
-            if leaf is None:
-                self.unmapped(
-                    f"category route {name}",
-                    f"{path}.model_scores",
-                    self.leaf_missing.get(("domains", name), NEEDS_DOMAIN),
+            with self.guarded("category route", f"categories[{i}]"):
+                cat = _mapping(cat)
+                scores = sorted(
+                    (s for s in _list(cat.get("model_scores")) if isinstance(s, Mapping)),
+                    key=lambda s: -float(s.get("score") or 0),
                 )
-                continue
-            models = [str(s["model"]) for s in scores if str(s.get("model")) in self.model_cards]
-            if not models:
-                self.unmapped(f"category route {name}", f"{path}.model_scores", "no known model")
-                continue
-            body: dict[str, Any] = {"action": {"type": "route", "models": models}}
-            if cat.get("system_prompt"):
-                body["plugins"] = {
-                    "system_prompt": {
-                        "content": str(cat["system_prompt"]),
-                        "mode": str(cat.get("system_prompt_mode") or "replace"),
+                name = str(cat.get("name", i))
+                leaf = self.leaves.get(("domains", name))
+                path = f"categories[{i}]"
+                if not scores:
+                    continue
+                if leaf is None:
+                    self.unmapped(
+                        f"category route {name}",
+                        f"{path}.model_scores",
+                        self.leaf_missing.get(("domains", name), NEEDS_DOMAIN),
+                    )
+                    continue
+                models = [str(s["model"]) for s in scores if str(s.get("model")) in self.model_cards]
+                if not models:
+                    self.unmapped(f"category route {name}", f"{path}.model_scores", "no known model")
+                    continue
+                body: dict[str, Any] = {"action": {"type": "route", "models": models}}
+                if cat.get("system_prompt"):
+                    body["plugins"] = {
+                        "system_prompt": {
+                            "content": str(cat["system_prompt"]),
+                            "mode": str(cat.get("system_prompt_mode") or "replace"),
+                        }
                     }
-                }
-            reasoning = self._route_reasoning(
-                [(s.get("use_reasoning"), cat.get("reasoning_effort")) for s in scores[:1]],
-                path,
-                f"category route {name}",
-            )
-            if reasoning is not None:
-                body["action"]["reasoning"] = reasoning
-            self.mapped(f"category route {name}", f"{path}.model_scores", f"as decision routing to {models} (by score)")
-            out.append(_Decision(name, path, 0, dict(leaf), body))
+                reasoning = self._route_reasoning(
+                    [(s.get("use_reasoning"), cat.get("reasoning_effort")) for s in scores[:1]],
+                    path,
+                    f"category route {name}",
+                )
+                if reasoning is not None:
+                    body["action"]["reasoning"] = reasoning
+                self.mapped(
+                    f"category route {name}", f"{path}.model_scores", f"as decision routing to {models} (by score)"
+                )
+                out.append(_Decision(name, path, 0, dict(leaf), body))
         return out
 
     # -- ordering, default, reachability
@@ -1686,28 +1728,59 @@ class _Importer:
         }
 
     def _drop_unreachable(self, policy: dict[str, Any]) -> None:
-        """Remove decisions our checks prove can never fire (VSR would never pick them either)."""
-        for _ in range(len(policy["decisions"]) + 1):
+        """Settle what our load-time checks refuse and VSR lets by: decisions that can never fire (VSR never
+        picks them either) are left out; text-only models are taken off decisions that only fire on images
+        (VSR would send the images to them), and a decision left with no model is left out."""
+        for _ in range(2 * len(policy["decisions"]) + 2):
             loader = PolicyLoader(self.catalog, file="<imported>")
-            draft = {**policy, "signals": list(self.signals)}
-            parsed = loader.parse_mapping(draft)
+            parsed = loader.parse_mapping({**policy, "signals": list(self.signals)})
             if parsed is None:
                 return  # a schema problem: `extproc check` on the output reports it precisely
             loader.check(parsed)
-            dead = [
-                d.location for d in loader.diagnostics if d.severity == "error" and "can never be reached" in d.message
-            ]
-            if not dead:
+            errors = [d for d in loader.diagnostics if d.severity == "error"]
+            text_only = [d for d in errors if "only fires on requests with images" in d.message]
+            dead = [d for d in errors if "can never be reached" in d.message]
+            if text_only:
+                refs = {_indexes(d.location) for d in text_only}
+                for d_index, m_index in sorted(refs, reverse=True):
+                    entry = policy["decisions"][d_index]
+                    model = entry["action"]["models"].pop(m_index)
+                    self.approx(
+                        f"decision {entry['name']} model {model}",
+                        self.decision_paths.get(entry["name"], "decisions"),
+                        "approximated: left off this image-only decision, as it accepts only text",
+                    )
+                for d_index in sorted({d for d, _ in refs}, reverse=True):
+                    if not policy["decisions"][d_index]["action"]["models"]:
+                        removed = policy["decisions"].pop(d_index)
+                        self.unmapped(
+                            f"decision {removed['name']}",
+                            self.decision_paths.get(removed["name"], "decisions"),
+                            "fires only on images but routes only to text-only models; left out",
+                        )
+            elif dead:
+                index = _indexes(dead[-1].location)[0]
+                removed = policy["decisions"].pop(index)
+                self.unmapped(
+                    f"decision {removed['name']}",
+                    self.decision_paths.get(removed["name"], "decisions"),
+                    "can never fire: higher-priority decisions always match first (in VSR too); left out",
+                )
+            else:
                 return
-            index = int(dead[-1].split("[", 1)[1].split("]", 1)[0]) if "[" in dead[-1] else None
-            if index is None:
-                return
-            removed = policy["decisions"].pop(index)
-            self.unmapped(
-                f"decision {removed['name']}",
-                self.decision_paths.get(removed["name"], "decisions"),
-                "can never fire: higher-priority decisions always match first (in VSR too); left out",
-            )
+
+
+def _indexes(location: str) -> tuple[int, int]:
+    """The decision index and (if any) the model index of a `decisions[3].action.models[1]` location."""
+    found = [int(n) for n in re.findall(r"\[(\d+)\]", location)]
+    return found[0], (found[1] if len(found) > 1 else -1)
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        return f"{'.'.join(map(str, err['loc'])) or 'value'}: {str(err['msg']).removeprefix('Value error, ')}"
+    return str(exc)
 
 
 def _join(path: str, key: str) -> str:
@@ -1744,8 +1817,13 @@ def _leaf_signals(when: Any) -> Iterable[str]:
 # -- rendering ----------------------------------------------------------------------------------
 
 
+def _one_line(text: str) -> str:
+    """Names and values from the VSR config, safe inside a one-line comment (no line breaks, no controls)."""
+    return re.sub(r"[\x00-\x1f\x7f\u2028\u2029\x85]+", " ", text)
+
+
 def report_table(items: Iterable[ReportItem]) -> str:
-    rows = [(i.item, i.path, i.why) for i in items]
+    rows = [(_one_line(i.item), _one_line(i.path), _one_line(i.why)) for i in items]
     if not rows:
         return "(nothing approximated or left out)"
     w1 = min(max(len(r[0]) for r in rows), 48)
@@ -1773,7 +1851,10 @@ class _PlainDumper(yaml.SafeDumper):
 
 def render_policy(result: ImportResult, source: str = "") -> str:
     """The policy as YAML, the report at the top as comments."""
-    head = [f"# Imported by `extproc import-vsr`{f' from {source}' if source else ''}.", f"# {summary_line(result)}"]
+    head = [
+        f"# Imported by `extproc import-vsr`{f' from {_one_line(source)}' if source else ''}.",
+        f"# {summary_line(result)}",
+    ]
     not_exact = result.not_exact()
     if not_exact:
         head.append("# Approximated or not carried over:")

@@ -757,3 +757,57 @@ def test_routed_plugins_carry_over(routers: dict[str, Router]) -> None:
     }
     lora = policy.model("small-chat@spanish-lora")
     assert lora is not None and lora.target_model == "spanish-lora"
+
+
+# -- malformed configs never crash the importer nor yield a policy the loader refuses ----------------
+
+
+def _leaf_paths(node: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaf_paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _leaf_paths(value, (*prefix, index))
+    yield prefix
+
+
+def _replaced(config: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    copy = dict(config) if isinstance(config, dict) else list(config)
+    copy[path[0]] = _replaced(config[path[0]], path[1:], value)
+    return copy
+
+
+@pytest.mark.parametrize("name", ["current", "flat"])
+def test_every_value_replaced_by_junk_is_reported_not_raised(name: str) -> None:
+    from extproc.policy.load import PolicyLoader
+
+    config = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+    paths = [p for p in _leaf_paths(config) if p]
+    assert len(paths) > 100
+    junk_values: list[Any] = ["junk", -7, None, [1], {"x": {}}, 1e9]
+    refused = 0
+    for i, path in enumerate(paths):
+        junk = junk_values[i % len(junk_values)]
+        try:
+            result = import_vsr(_replaced(config, path, junk))
+        except VsrImportError:
+            refused += 1  # e.g. every model gone: nothing to import, said clearly
+            continue
+        loader = PolicyLoader(file="<fuzz>")
+        parsed = loader.parse_mapping(result.policy)
+        assert parsed is not None, (path, junk, [d.format() for d in loader.diagnostics])
+        loader.check(parsed)
+        assert [d.format() for d in loader.diagnostics if d.severity == "error"] == [], (path, junk)
+    assert refused < len(paths) // 10
+
+
+def test_config_text_cannot_break_out_of_the_report_comments(build_ctx: BuildContext) -> None:
+    evil = "x\nmodels: []\n# "
+    result = imported(flat(**{evil: 1}, keyword_rules=[kw("k\rinjected: true", "a")]))
+    text = render_policy(result, "in\nject.yaml")
+    assert all(line.startswith("#") for line in text.split("\n\n", 1)[0].splitlines())
+    assert yaml.safe_load(text)["models"] != []
+    loads(result, build_ctx)
