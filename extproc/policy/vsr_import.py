@@ -583,11 +583,12 @@ class _Importer:
                     first_index, first = refs_sorted[0]
                     ref_path = f"{path}.backend_refs[{first_index}]"
                     self._backend_ref(model, first, ref_path)
+                    cluster = model.cluster_hint or name
                     for j, other in refs_sorted[1:]:
                         self.approx(
                             f"model {name} backend {other.get('name', j)}",
                             f"{path}.backend_refs[{j}]",
-                            f"approximated: one address a model; add it to Envoy cluster {model.cluster_hint or name}",
+                            f"approximated: one address per model; add it to Envoy cluster {cluster}",
                         )
                 reasoning = _mapping(raw.get("reasoning"))
                 if reasoning:

@@ -421,7 +421,11 @@ def test_language_context_jailbreak_pii_and_image_signals() -> None:
     decisions = [dec(f"d{i}", 50 - i, leaf(k, n), "m/a") for i, (k, n) in enumerate(conds)]
     config = {
         "providers": {"models": [{"name": "m/a", "backend_refs": [{"name": "a", "endpoint": "127.0.0.1:9000"}]}]},
-        "routing": {"signals": signals, "decisions": decisions},
+        "routing": {
+            "modelCards": [{"name": "m/a", "capabilities": ["vision"]}],
+            "signals": signals,
+            "decisions": decisions,
+        },
     }
     result = imported(config)
     assert signal(result, "language_es") == {
@@ -810,4 +814,23 @@ def test_config_text_cannot_break_out_of_the_report_comments(build_ctx: BuildCon
     text = render_policy(result, "in\nject.yaml")
     assert all(line.startswith("#") for line in text.split("\n\n", 1)[0].splitlines())
     assert yaml.safe_load(text)["models"] != []
+    loads(result, build_ctx)
+
+
+def test_image_only_decisions_keep_only_models_that_accept_images(build_ctx: BuildContext) -> None:
+    config = {
+        "providers": {"models": [{"name": "txt"}, {"name": "vlm"}]},
+        "routing": {
+            "modelCards": [{"name": "vlm", "modalities": {"input": ["text", "image"]}}],
+            "signals": {"input_modality": [{"name": "img", "modality": "image"}]},
+            "decisions": [
+                dec("mixed", 2, leaf("input_modality", "img"), "txt", "vlm"),
+                dec("text_only", 1, {"operator": "AND", "conditions": [leaf("input_modality", "img")]}, "txt"),
+            ],
+        },
+    }
+    result = imported(config)
+    assert [(d["name"], d["action"]["models"]) for d in result.policy["decisions"]] == [("mixed", ["vlm"])]
+    assert any(i.item == "decision mixed model txt" and i.outcome == "approximated" for i in result.items)
+    assert any(i.item == "decision text_only" and "text-only" in i.why for i in result.items)
     loads(result, build_ctx)
