@@ -199,6 +199,20 @@ _FLAT_TOP = {
     *_FLAT_UNMAPPED_SECTIONS,
 }
 _CURRENT_TOP = {"version", "providers", "routing", "global"}
+# Per-category policy keys of the flat layout (system prompt mode, cache, jailbreak and PII switches).
+_DOMAIN_POLICY_KEYS = (
+    "system_prompt_enabled",
+    "system_prompt_mode",
+    "semantic_cache_enabled",
+    "semantic_cache_similarity_threshold",
+    "jailbreak_enabled",
+    "jailbreak_threshold",
+    "pii_enabled",
+    "pii_threshold",
+    "reasoning_effort",
+    "reasoning_description",
+    "use_reasoning",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -968,6 +982,8 @@ class _Importer:
                 "ngram_arity",
             },
         )
+        if "operator" not in raw:
+            self.approx(f"{item} operator", path, "approximated: no operator (VSR requires one) read as OR")
         operator = str(raw.get("operator", "OR")).upper()
         mode = {"AND": "all", "OR": "any", "NOR": "none"}.get(operator)
         if mode is None:
@@ -1097,8 +1113,6 @@ class _Importer:
             return None
         threshold = float(raw.get("threshold") or 0.5)
         spec: dict[str, Any] = {"name": raw["name"], "type": "jailbreak", "threshold": min(max(threshold, 0.01), 1.0)}
-        if raw.get("include_history"):
-            spec["roles"] = ["user", "assistant", "tool"]
         why = f"approximated as jailbreak signal (threshold {spec['threshold']}): our detector, not VSR's classifier"
         if raw.get("jailbreak_patterns") or raw.get("benign_patterns"):
             why += "; its contrastive patterns are not carried (add them as a semantic signal)"
@@ -1118,8 +1132,6 @@ class _Importer:
         spec: dict[str, Any] = {"name": name, "type": "pii", "allow": allow}
         if raw.get("threshold") is not None:
             spec["min_score"] = float(raw["threshold"])
-        if raw.get("include_history"):
-            spec["roles"] = ["user", "assistant", "tool"]
         self.approx(
             item,
             path,
@@ -1152,6 +1164,18 @@ class _Importer:
                 continue
             name = str(raw["name"])
             names.append(name)
+            legacy = self.layout == "flat" and "decisions" not in self.config  # categories route by model_scores
+            self.fields(
+                raw,
+                f"{path}[{i}]",
+                {"name", "description", "mmlu_categories"}
+                | ({"model_scores", "system_prompt", "system_prompt_mode", "reasoning_effort"} if legacy else set()),
+                {
+                    "model_scores": "no counterpart: per-domain model scores (the decisions choose the models)",
+                    "system_prompt": "no counterpart: per-domain system prompts (put it on a decision)",
+                    **{k: "no counterpart: per-domain policy (put it on a decision)" for k in _DOMAIN_POLICY_KEYS},
+                },
+            )
             for subject in _list(raw.get("mmlu_categories")) or [name]:
                 labels_map[str(subject)] = name
             self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,7 @@ import pytest
 import yaml
 from pydantic import Field
 
-from extproc.ops.envoy_config import upstreams_from_policy
+from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
 from extproc.policy.load import check_text, compile_text
 from extproc.policy.schema import NAME_PATTERN
 from extproc.policy.vsr_import import (
@@ -482,7 +483,7 @@ def _domain_config() -> dict[str, Any]:
     return flat(
         classifier={"category_model": {"model_id": "models/category", "threshold": 0.6, "fallback_category": "other"}},
         categories=[
-            {"name": "computer science", "mmlu_categories": ["computer science", "engineering"]},
+            {"name": "computer science", "mmlu_categories": ["computer science", "engineering"], "model_scores": []},
             {"name": "math"},
         ],
         complexity_rules=[
@@ -527,6 +528,7 @@ def test_domains_and_complexity_map_when_the_catalog_has_them() -> None:
         "all": [{"signal": "domain", "label": "math"}, {"signal": "hardness", "label": "hard"}]
     }
     assert "needs a model directory" in find(result, "category_model.model_id")[0].why
+    assert "per-domain model scores" in find(result, "categories[0].model_scores", "unmapped")[0].why
 
 
 def test_legacy_categories_with_model_scores_route_by_score_once_domains_exist() -> None:
@@ -632,6 +634,17 @@ def test_endpoints_become_addresses_and_envoy_safe_clusters(tmp_path: Path) -> N
         path.write_text(render_policy(result))
         upstreams = upstreams_from_policy(path)  # what `extproc envoy-config` renders clusters from
         assert all(u.host and u.port for u in upstreams)
+        # A real Envoy accepts the clusters and routes rendered from the imported policy.
+        envoy_yaml = tmp_path / f"{name}.envoy.yaml"
+        envoy_yaml.write_text(render(path, EnvoyOptions(listener_port=18801))[0])
+        proc = subprocess.run(
+            [str(envoy_binary()), "--mode", "validate", "-c", str(envoy_yaml), "--use-dynamic-base-id"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     current = imported(yaml.safe_load((CONFIGS / "current.yaml").read_text()))
     cards = {m["name"]: m for m in current.policy["models"]}
     assert cards["small-chat"] | {} == {
