@@ -794,7 +794,7 @@ class _Importer:
             elif alias not in out:
                 out.append(alias)
         self.mapped("auto model names", "auto_model_name(s)", f"as aliases {out}")
-        return out or ["auto"]
+        return out or ["vsr-auto"]  # every alias was also a model name
 
     def _current_global(self, glob: Mapping[str, Any]) -> list[str]:
         router = _mapping(glob.get("router"))
