@@ -1181,7 +1181,7 @@ class _Importer:
             self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")
         spec: dict[str, Any] = {"name": "domain", "type": "domain", "labels_map": labels_map}
         model = self.category_model
-        if model.get("threshold") is not None:
+        if isinstance(model.get("threshold"), int | float):
             spec["threshold"] = float(model["threshold"])
         if model.get("fallback_category"):
             spec["fallback"] = str(model["fallback_category"])
@@ -1728,7 +1728,11 @@ class _Importer:
             if guard:
                 self.mapped("prompt guard", "prompt_guard", "carried by the decisions' jailbreak plugins")
             return None
-        threshold = float(guard.get("threshold") or 0.5)
+        try:
+            threshold = float(guard.get("threshold") or 0.5)
+        except (TypeError, ValueError) as exc:
+            self.unmapped("prompt guard", "prompt_guard.threshold", f"could not be read: {exc}")
+            return None
         spec = self._register(
             {"name": "prompt_guard", "type": "jailbreak", "threshold": min(max(threshold, 0.01), 1.0)},
             "prompt_guard",

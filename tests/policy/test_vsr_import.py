@@ -6,6 +6,7 @@ operators AND/OR/NOR; the default model when nothing matches)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import subprocess
@@ -799,28 +800,34 @@ def _replaced(config: Any, path: tuple[Any, ...], value: Any) -> Any:
     return copy
 
 
-@pytest.mark.parametrize("name", ["current", "flat"])
-def test_every_value_replaced_by_junk_is_reported_not_raised(name: str) -> None:
+@pytest.mark.parametrize(("name", "issue22"), [("current", False), ("flat", False), ("current", True)])
+def test_every_value_replaced_by_junk_is_reported_not_raised(name: str, issue22: bool) -> None:
     from extproc.policy.load import PolicyLoader
+
+    catalog = SignalCatalog()
+    if issue22:  # the mapped path of the domain and complexity constructs too
+        catalog = catalog.with_types(
+            SignalType("domain", _DomainSpec, Signal), SignalType("complexity", _ComplexitySpec, Signal)
+        )
+    caps = Capabilities.of_schema(catalog)
 
     config = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
     paths = [p for p in _leaf_paths(config) if p]
     assert len(paths) > 100
     junk_values: list[Any] = ["junk", -7, None, [1], {"x": {}}, 1e9]
     refused = 0
-    for i, path in enumerate(paths):
-        junk = junk_values[i % len(junk_values)]
+    for path, junk in itertools.product(paths, junk_values):
         try:
-            result = import_vsr(_replaced(config, path, junk))
+            result = import_vsr(_replaced(config, path, junk), capabilities=caps, catalog=catalog)
         except VsrImportError:
             refused += 1  # e.g. every model gone: nothing to import, said clearly
             continue
-        loader = PolicyLoader(file="<fuzz>")
+        loader = PolicyLoader(catalog, file="<fuzz>")
         parsed = loader.parse_mapping(result.policy)
         assert parsed is not None, (path, junk, [d.format() for d in loader.diagnostics])
         loader.check(parsed)
         assert [d.format() for d in loader.diagnostics if d.severity == "error"] == [], (path, junk)
-    assert refused < len(paths) // 10
+    assert refused < len(paths) * len(junk_values) // 10
 
 
 def test_config_text_cannot_break_out_of_the_report_comments(build_ctx: BuildContext) -> None:
