@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.replay_cmd",  # issue 6
     "extproc.cli.train_classifier_cmd",
     "extproc.cli.eval_cmd",  # issue 11
+    "extproc.cli.train_domain_cmd",  # issue 22
 )
 
 

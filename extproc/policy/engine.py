@@ -13,6 +13,7 @@ from typing import Any, Literal
 from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
+from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction, ToolRule
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Signal, SignalResult, SignalStatus
@@ -58,6 +59,9 @@ class EngineResult:
     fail_safe: bool = False
     shed: bool = False
     retry_after_s: int | None = None
+    # The route's reasoning setting and its model's families-table row (None: bodies untouched).
+    reasoning: ReasoningSetting | None = None
+    reasoning_family: ReasoningFamily | None = None
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -229,6 +233,9 @@ def decide(
         )
         return result
     result.model = model
+    if action.reasoning is not None:
+        result.reasoning = action.reasoning
+        result.reasoning_family = policy.spec.reasoning_family(model)
     return result
 
 

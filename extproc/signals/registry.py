@@ -38,6 +38,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "semantic": ("extproc.signals.semantic", "SemanticSpec", "SemanticSignal"),
     "language": ("extproc.signals.language", "LanguageSpec", "LanguageSignal"),
     "classifier": ("extproc.signals.classifier", "ClassifierSpec", "ClassifierSignal"),
+    "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
 }
 
 
