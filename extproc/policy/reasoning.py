@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from extproc.protocol.request import ApiKind
 
@@ -37,6 +37,16 @@ class ReasoningSetting(BaseModel):
 
     mode: Literal["on", "off", "keep"]
     effort: Effort | None = None  # for `on`; families without an effort field ignore it
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: object) -> object:
+        # YAML 1.1 reads a bare `on` / `off` as true / false: take them as the words they were.
+        if value is True:
+            return "on"
+        if value is False:
+            return "off"
+        return value
 
 
 class ReasoningFamily(BaseModel):
