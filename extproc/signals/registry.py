@@ -39,6 +39,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "language": ("extproc.signals.language", "LanguageSpec", "LanguageSignal"),
     "classifier": ("extproc.signals.classifier", "ClassifierSpec", "ClassifierSignal"),
     "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
+    "complexity": ("extproc.signals.complexity", "ComplexitySpec", "ComplexitySignal"),
 }
 
 
