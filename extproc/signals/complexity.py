@@ -53,8 +53,8 @@ _DEMANDING = re.compile(r"\b(prove|derive|show that|justify|rigorous|step by ste
 class ComplexityThresholds(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    hard: float = Field(default=0.04, ge=-1.0, le=1.0)  # margin at or above: hard
-    easy: float = Field(default=0.04, ge=-1.0, le=1.0)  # margin at or below minus this: easy
+    hard: float = Field(default=0.04, ge=-2.0, le=2.0)  # margin at or above: hard
+    easy: float = Field(default=0.04, ge=-2.0, le=2.0)  # margin at or below minus this: easy
 
 
 class ComplexityCues(BaseModel):
