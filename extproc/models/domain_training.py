@@ -510,7 +510,7 @@ def format_report(report: dict[str, Any], base: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
-def _minilm(threads: int, cache_dir: Path | None) -> Embedder:
+def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
     from extproc.models.text_embedder import TextEmbedder, packaged_model_dir
 
     model_dir = packaged_model_dir()
@@ -537,7 +537,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(list(argv) if argv is not None else None)
     out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
-    embedder = _minilm(args.threads, None if args.no_cache else args.cache_dir)
+    embedder = minilm_embedder(args.threads, None if args.no_cache else args.cache_dir)
     if not args.eval_only:
         metrics = train(
             args.data,
