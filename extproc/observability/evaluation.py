@@ -493,8 +493,8 @@ class EvalReport:
         for name, rows in pairs.items():
             labels = sorted({w for w, _ in rows})
             confusion: dict[str, Counter[str]] = defaultdict(Counter)
-            for want, got in rows:
-                confusion[want][got] += 1
+            for expected, top in rows:
+                confusion[expected][top] += 1
             per: dict[str, dict[str, Any]] = {}
             for label in labels:
                 tp = confusion[label][label]
