@@ -8,8 +8,9 @@ threshold was chosen on the training split's cross-validated scores (`domain_tra
 so that only a small share of texts goes further.
 
 Stage 2, embedding (only texts stage 1 is unsure of): a multinomial logistic regression over
-the all-MiniLM-L6-v2 sentence embedding (384-d, L2-normalised; `text_embedder.py`) and stage
-1's log-probabilities, so the second stage corrects the first rather than starting over.
+the all-MiniLM-L6-v2 sentence embedding (384-d, L2-normalised; `text_embedder.py`), its
+probabilities mixed with stage 1's (`head.mix` in meta.json): the two read different things
+(spelling vs meaning) and their average beats either.
 
 Weights are safetensors plus `meta.json` (feature config, labels, thresholds, corpus hashes,
 cross-validated figures); `domain_training.py` writes them. This module needs numpy and
@@ -19,7 +20,6 @@ safetensors only (no torch).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,13 +78,6 @@ def lexical_logits(text: str, config: LexicalConfig, weights: npt.NDArray[Any], 
     return np.asarray(values @ rows + bias, dtype=np.float32)
 
 
-def head_inputs(embeddings: npt.ArrayLike, lexical_probs: npt.ArrayLike) -> FloatArray:
-    """Stage 2's input rows: the embedding, then log(p) of stage 1 (floored at e^-12), / 4."""
-    emb = np.atleast_2d(np.asarray(embeddings, dtype=np.float32))
-    logp = np.log(np.maximum(np.atleast_2d(np.asarray(lexical_probs, dtype=np.float32)), math.exp(-12.0))) / 4.0
-    return np.concatenate([emb, logp.astype(np.float32)], axis=1)
-
-
 @dataclass(frozen=True, slots=True)
 class DomainVerdict:
     probs: FloatArray  # per label, summing to 1
@@ -132,13 +125,14 @@ class DomainClassifier:
         head_bias: FloatArray,
         confident: float,
         meta: Mapping[str, Any] | None = None,
+        head_mix: float = 0.5,
     ) -> None:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
             raise DomainClassifierError(f"need two or more distinct labels, got {list(labels)}")
         if lexical_weight.shape != (config.n_features, k) or lexical_bias.shape != (k,):
             raise DomainClassifierError("lexical weights do not match the feature config and labels")
-        if head_weight.shape != (EMBEDDING_DIM + k, k) or head_bias.shape != (k,):
+        if head_weight.shape != (EMBEDDING_DIM, k) or head_bias.shape != (k,):
             raise DomainClassifierError("embedding head weights do not match the labels")
         if not 0.0 <= confident <= 1.0:
             raise DomainClassifierError(f"confident threshold must be in 0..1, got {confident}")
@@ -149,6 +143,9 @@ class DomainClassifier:
         self.head_weight = np.asarray(head_weight, dtype=np.float32)
         self.head_bias = np.asarray(head_bias, dtype=np.float32)
         self.confident = float(confident)
+        if not 0.0 <= head_mix <= 1.0:
+            raise DomainClassifierError(f"head mix must be in 0..1, got {head_mix}")
+        self.head_mix = float(head_mix)
         self.meta: Mapping[str, Any] = meta or {}
 
     @classmethod
@@ -167,6 +164,7 @@ class DomainClassifier:
             labels = [str(x) for x in meta["labels"]]
             config = LexicalConfig.from_json(meta["lexical"])
             confident = float(meta["thresholds"]["confident"])
+            head_mix = float(meta["head"]["mix"])
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
         k = len(labels)
@@ -178,10 +176,11 @@ class DomainClassifier:
             config,
             _tensor(lex, "weight", (config.n_features, k), lex_path),
             _tensor(lex, "bias", (k,), lex_path).astype(np.float32),
-            _tensor(head, "weight", (EMBEDDING_DIM + k, k), head_path).astype(np.float32),
+            _tensor(head, "weight", (EMBEDDING_DIM, k), head_path).astype(np.float32),
             _tensor(head, "bias", (k,), head_path).astype(np.float32),
             confident,
             meta,
+            head_mix,
         )
 
     def lexical_probs(self, text: str) -> FloatArray:
@@ -192,8 +191,11 @@ class DomainClassifier:
         return float(lexical.max()) >= self.confident
 
     def embedding_probs(self, embedding: npt.ArrayLike, lexical: FloatArray) -> FloatArray:
-        x = head_inputs(embedding, lexical)[0]
-        return softmax(x @ self.head_weight + self.head_bias)
+        """Stage 2: the head's probabilities on the embedding, mixed with stage 1's."""
+        x = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        head = softmax(x @ self.head_weight + self.head_bias)
+        mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(lexical, dtype=np.float32)
+        return np.asarray(mixed, dtype=np.float32)
 
     def classify(self, text: str, embedding: npt.ArrayLike | None = None) -> DomainVerdict:
         """The cascade on one text; without `embedding`, stage 1's answer even when unsure."""

@@ -11,14 +11,13 @@ Procedure (deterministic: folds by a hash of each row's `group`, full-batch L-BF
 float64 on one torch thread, MiniLM embeddings through an on-disk cache):
 1. Stage-1 features (hashed character n-grams, `attack_classifier.lexical_features`) of
    every row; class-balanced weights (every subject the same total weight).
-2. K group folds (a book chapter never straddles two): out-of-fold stage-1 probabilities.
-3. Stage 2 (a softmax regression over MiniLM + stage-1 log-probabilities) is fitted on the
-   out-of-fold stage-1 probabilities, and cross-validated on the same folds.
-4. The stage-1 threshold `confident` is the knee of the out-of-fold trade-off curve: the
-   grid value maximising accuracy - `embed_cost` * share of texts embedded.
-5. Final stage 1 on all rows (weights stored as float16, the float16/float32 gap recorded),
-   stage 2 on the out-of-fold inputs; `meta.json` with config, thresholds, the curve,
-   corpus hashes and cross-validated figures.
+2. Fold 0 of `folds` group folds (a book chapter never straddles it) is held out: stage 1 and
+   stage 2 (a softmax regression over MiniLM, mixed with stage 1) are fitted on the rest and
+   scored on it, giving the trade-off curve and the cross-validated figures.
+3. The stage-1 threshold `confident` is the knee of that curve: the grid value maximising
+   accuracy - `embed_cost` * share of texts embedded.
+4. Final stages on all rows (stage-1 weights stored as float16, the float16/float32 gap
+   recorded); `meta.json` with config, thresholds, the curve, corpus hashes and figures.
 """
 
 from __future__ import annotations
@@ -52,7 +51,6 @@ from extproc.models.domain_classifier import (
     META_FILE,
     SUBJECTS,
     DomainClassifier,
-    head_inputs,
 )
 
 F64Array = npt.NDArray[np.float64]
@@ -74,13 +72,14 @@ class Row:
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     lexical: LexicalConfig = field(
-        default_factory=lambda: LexicalConfig(bits=18, ngram_min=1, ngram_max=5, shape_bits=0)
+        default_factory=lambda: LexicalConfig(bits=16, ngram_min=1, ngram_max=4, shape_bits=0)
     )
     lexical_l2: float = 1e-5
-    lexical_max_iter: int = 200
+    lexical_max_iter: int = 60
     head_l2: float = 1e-4
-    head_max_iter: int = 300
-    folds: int = 4
+    head_max_iter: int = 150
+    folds: int = 3  # fold 0 (by group) is held out for the threshold and the cross-validated figures
+    head_mix: float = 0.5  # stage 2's share of the final probabilities (the rest: stage 1's)
     embed_cost: float = 0.1  # accuracy points one percent of texts embedded is worth, at the knee (x100)
     threads: int = 1
 
@@ -115,50 +114,104 @@ def balanced_weights(y: IntArray, k: int) -> F64Array:
 # --- sparse features + softmax regression ---------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Sparse:
+    """A CSR matrix in numpy (rows sorted), sliced by rows without torch's per-call coalescing."""
+
+    indptr: IntArray
+    indices: IntArray
+    data: F64Array
+    n_cols: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.indptr.shape[0] - 1), self.n_cols)
+
+    def take(self, rows: IntArray) -> Sparse:
+        lengths = self.indptr[rows + 1] - self.indptr[rows]
+        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        idx = (
+            np.concatenate([np.arange(self.indptr[r], self.indptr[r + 1]) for r in rows])
+            if len(rows)
+            else np.zeros(0, np.int64)
+        )
+        return Sparse(indptr, self.indices[idx], self.data[idx], self.n_cols)
+
+    def torch_pair(self) -> tuple[Any, Any]:
+        """(X, X transposed) as torch CSR tensors, built once per fit."""
+        import torch
+
+        n, d = self.shape
+        x = torch.sparse_csr_tensor(
+            torch.from_numpy(self.indptr),
+            torch.from_numpy(self.indices),
+            torch.from_numpy(self.data),
+            (n, d),
+            check_invariants=False,
+        )
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+        order = np.lexsort((rows, self.indices))
+        counts = np.bincount(self.indices, minlength=d)
+        t_indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        xt = torch.sparse_csr_tensor(
+            torch.from_numpy(t_indptr),
+            torch.from_numpy(rows[order]),
+            torch.from_numpy(self.data[order]),
+            (d, n),
+            check_invariants=False,
+        )
+        return x, xt
+
+
 def sparse_rows(
     texts: Sequence[str], features: Callable[[str], tuple[npt.NDArray[Any], npt.NDArray[Any]]], n_cols: int
-) -> Any:
-    import torch
-
-    rows, cols, vals = [], [], []
-    for i, text in enumerate(texts):
+) -> Sparse:
+    indptr, cols, vals = [0], [], []
+    for text in texts:
         ids, values = features(text)
-        rows.append(np.full(ids.shape[0], i, dtype=np.int64))
-        cols.append(ids.astype(np.int64))
-        vals.append(values.astype(np.float64))
-    index = np.stack([np.concatenate(rows), np.concatenate(cols)]) if rows else np.zeros((2, 0), np.int64)
-    data = np.concatenate(vals) if vals else np.zeros(0)
-    return torch.sparse_coo_tensor(
-        torch.from_numpy(index), torch.from_numpy(data), (len(texts), n_cols), check_invariants=False
-    ).coalesce()
+        order = np.argsort(ids, kind="stable")
+        cols.append(ids[order].astype(np.int64))
+        vals.append(values[order].astype(np.float64))
+        indptr.append(indptr[-1] + ids.shape[0])
+    return Sparse(
+        np.asarray(indptr, dtype=np.int64),
+        np.concatenate(cols) if cols else np.zeros(0, np.int64),
+        np.concatenate(vals) if vals else np.zeros(0),
+        n_cols,
+    )
 
 
-def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> Any:
+def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> Sparse:
     return sparse_rows(texts, lambda t: lexical_features(t, config), config.n_features)
 
 
 def take_rows(x: Any, rows: IntArray) -> Any:
-    import torch
-
-    return torch.index_select(x, 0, torch.from_numpy(rows)).coalesce()
+    return x.take(rows) if isinstance(x, Sparse) else np.asarray(x)[rows]
 
 
 def fit_softmax(
     x: Any, y: IntArray, weights: F64Array, k: int, *, l2: float, max_iter: int, threads: int = 1
 ) -> tuple[F64Array, F64Array]:
-    """Weighted L2 multinomial logistic regression (sparse or dense `x`), full-batch L-BFGS."""
+    """Weighted L2 multinomial logistic regression (`Sparse` or dense `x`), full-batch L-BFGS with
+    the gradient written out (X^T (P - Y) w), so each step is two sparse products."""
     import torch
 
     torch.set_num_threads(threads)
-    d = int(x.shape[1])
-    w = torch.zeros(d, k, dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(k, dtype=torch.float64, requires_grad=True)
-    target = torch.from_numpy(np.asarray(y, dtype=np.int64))
-    cw = torch.from_numpy(np.asarray(weights, dtype=np.float64))
-    dense = not getattr(x, "is_sparse", False)
-    xt = torch.as_tensor(np.asarray(x, dtype=np.float64)) if dense else x
+    if isinstance(x, Sparse):
+        xt_pair = x.torch_pair()
+        forward, backward = xt_pair[0], xt_pair[1]
+        d = x.n_cols
+    else:
+        dense = torch.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float64)))
+        forward, backward = dense, dense.T.contiguous()
+        d = int(dense.shape[1])
+    n = int(y.shape[0])
+    onehot = torch.zeros(n, k, dtype=torch.float64)
+    onehot[torch.arange(n), torch.from_numpy(np.asarray(y, dtype=np.int64))] = 1.0
+    cw = torch.from_numpy(np.asarray(weights, dtype=np.float64))[:, None]
+    params = torch.zeros(d * k + k, dtype=torch.float64, requires_grad=True)
     opt = torch.optim.LBFGS(
-        [w, b],
+        [params],
         lr=1.0,
         max_iter=max_iter,
         max_eval=max_iter * 2,
@@ -169,22 +222,29 @@ def fit_softmax(
     )
 
     def closure() -> Any:
-        opt.zero_grad()
-        z = (xt @ w if dense else torch.sparse.mm(xt, w)) + b
-        loss = (torch.nn.functional.cross_entropy(z, target, reduction="none") * cw).sum() + 0.5 * l2 * (w * w).sum()
-        loss.backward()  # type: ignore[no-untyped-call]
+        theta = params.detach()
+        w, b = theta[: d * k].view(d, k), theta[d * k :]
+        z = forward @ w + b
+        logp = torch.log_softmax(z, dim=1)
+        loss = -(cw * onehot * logp).sum() + 0.5 * l2 * (w * w).sum()
+        g = cw * (torch.exp(logp) - onehot)
+        grad = torch.empty_like(theta)
+        grad[: d * k] = (backward @ g + l2 * w).reshape(-1)
+        grad[d * k :] = g.sum(dim=0)
+        params.grad = grad
         return loss
 
     opt.step(closure)  # type: ignore[no-untyped-call]
-    return w.detach().numpy().copy(), b.detach().numpy().copy()
+    theta = params.detach().numpy()
+    return theta[: d * k].reshape(d, k).copy(), theta[d * k :].copy()
 
 
 def predict_softmax(x: Any, w: npt.NDArray[Any], b: npt.NDArray[Any]) -> F64Array:
     import torch
 
-    wt = torch.from_numpy(np.asarray(w, dtype=np.float64))
-    if getattr(x, "is_sparse", False):
-        z = torch.sparse.mm(x, wt).numpy() + b
+    wt = torch.from_numpy(np.ascontiguousarray(np.asarray(w, dtype=np.float64)))
+    if isinstance(x, Sparse):
+        z = (x.torch_pair()[0] @ wt).numpy() + b
     else:
         z = np.asarray(x, dtype=np.float64) @ wt.numpy() + b
     z = z - z.max(axis=1, keepdims=True)
@@ -224,6 +284,10 @@ def scores(y: IntArray, pred: IntArray, labels: Sequence[str]) -> dict[str, Any]
         "per_label": per,
         "confusion": confusion.tolist(),
     }
+
+
+def mix(head: F64Array, lexical: F64Array, share: float) -> F64Array:
+    return np.asarray(share * head + (1.0 - share) * lexical, dtype=np.float64)
 
 
 def cascade(lexical: F64Array, head: F64Array, confident: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
@@ -287,60 +351,58 @@ def train(
     texts = [r.text for r in every]
     folds = np.array([fold_of(r.group, cfg.folds) for r in every], dtype=np.int64)
     x = lexical_matrix(texts, cfg.lexical)
-    log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x._nnz()} non-zeros")
+    log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
     emb = embed_all(embedder, texts)
     weights = balanced_weights(y, k)
 
-    oof_lex = np.zeros((len(every), k), dtype=np.float64)
-    for f in range(cfg.folds):
-        tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-        w, b = fit_softmax(
-            take_rows(x, tr),
-            y[tr],
-            balanced_weights(y[tr], k),
-            k,
-            l2=cfg.lexical_l2,
-            max_iter=cfg.lexical_max_iter,
-            threads=cfg.threads,
-        )
-        oof_lex[te] = predict_softmax(take_rows(x, te), w, b)
-        log(f"stage 1 fold {f}: {te.size} rows, accuracy {float((oof_lex[te].argmax(1) == y[te]).mean()):.3f}")
-    inputs = head_inputs(emb, oof_lex).astype(np.float64)
-    oof_head = np.zeros_like(oof_lex)
-    for f in range(cfg.folds):
-        tr, te = np.flatnonzero(folds != f), np.flatnonzero(folds == f)
-        hw, hb = fit_softmax(
-            inputs[tr],
-            y[tr],
-            balanced_weights(y[tr], k),
-            k,
-            l2=cfg.head_l2,
-            max_iter=cfg.head_max_iter,
-            threads=cfg.threads,
-        )
-        oof_head[te] = predict_softmax(inputs[te], hw, hb)
-    original = np.arange(len(every)) < len(rows)  # figures are the corpus rows'; extra text only trains
-    curve = tradeoff(oof_lex[original], oof_head[original], y[original])
+    # One group-wise held-out fold (a book chapter never straddles it) for the threshold and the
+    # cross-validated figures: stage 1 and stage 2 fitted on the other folds, scored on it.
+    held = folds == 0
+    tr, te = np.flatnonzero(~held), np.flatnonzero(held & (np.arange(len(every)) < len(rows)))
+    w, b = fit_softmax(
+        take_rows(x, tr),
+        y[tr],
+        balanced_weights(y[tr], k),
+        k,
+        l2=cfg.lexical_l2,
+        max_iter=cfg.lexical_max_iter,
+        threads=cfg.threads,
+    )
+    cv_lex = predict_softmax(take_rows(x, te), w, b)
+    log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_lex.argmax(1) == y[te]).mean()):.3f}")
+    hw, hb = fit_softmax(
+        emb[tr].astype(np.float64),
+        y[tr],
+        balanced_weights(y[tr], k),
+        k,
+        l2=cfg.head_l2,
+        max_iter=cfg.head_max_iter,
+        threads=cfg.threads,
+    )
+    cv_head = mix(predict_softmax(emb[te].astype(np.float64), hw, hb), cv_lex, cfg.head_mix)
+    curve = tradeoff(cv_lex, cv_head, y[te])
     confident = knee(curve, cfg.embed_cost)
-    log(f"cross-validated trade-off: {curve}; knee at confident={confident}")
+    log(f"held-out trade-off: {curve}; knee at confident={confident}")
 
     w_full, b_full = fit_softmax(
         x, y, weights, k, l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
     )
-    hw, hb = fit_softmax(inputs, y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads)
+    hw, hb = fit_softmax(
+        emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
+    )
     w16 = w_full.astype(np.float16)
     gap = float(np.abs(predict_softmax(x, w16.astype(np.float64), b_full) - predict_softmax(x, w_full, b_full)).max())
     if gap > 1e-2:
         raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
-    pred, embedded = cascade(oof_lex[original], oof_head[original], confident)
-    cv = scores(y[original], pred, labels)
+    pred, embedded = cascade(cv_lex, cv_head, confident)
+    cv = scores(y[te], pred, labels)
     metrics: dict[str, Any] = {
-        "cv_folds": cfg.folds,
+        "cv_held_out_rows": int(te.size),
         "cv_accuracy": cv["accuracy"],
         "cv_macro_f1": cv["macro_f1"],
         "cv_embedded": round(float(embedded.mean()), 4),
-        "cv_stage1_accuracy": round(float((oof_lex[original].argmax(1) == y[original]).mean()), 4),
-        "cv_stage2_accuracy": round(float((oof_head[original].argmax(1) == y[original]).mean()), 4),
+        "cv_stage1_accuracy": round(float((cv_lex.argmax(1) == y[te]).mean()), 4),
+        "cv_stage2_accuracy": round(float((cv_head.argmax(1) == y[te]).mean()), 4),
         "cv_tradeoff": curve,
         "float16_max_abs_prob_diff": round(gap, 8),
         "train_rows": len(rows),
@@ -365,7 +427,11 @@ def train(
         "model": "subject classifier: hashed char n-gram softmax regression -> MiniLM softmax regression",
         "labels": labels,
         "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
-        "head": {"input": "all-MiniLM-L6-v2 embedding (384, L2-normalised) + log(stage-1 probabilities)/4"},
+        "head": {
+            "input": "all-MiniLM-L6-v2 embedding (384, L2-normalised)",
+            "mix": cfg.head_mix,
+            "output": "mix * head probabilities + (1 - mix) * stage-1 probabilities",
+        },
         "thresholds": {"confident": confident},
         "corpus": corpus,
         "training": training,
