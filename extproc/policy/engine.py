@@ -180,7 +180,7 @@ def decide(
         elif value is Tri.UNKNOWN and timed_out and _timeout_matters(decision, timed_out, value_of):
             if decision.fail_safe and evaluate(decision.when, overloaded_as_match)[0] is Tri.TRUE:
                 winner, fail_safe = decision, True
-            elif policy.spec.overload.action == "shed":
+            elif policy.spec.overload.action == "shed" and decision.on_overload != "skip":
                 overloaded = decision
     if overloaded is not None:
         retry = policy.spec.overload.retry_after_s

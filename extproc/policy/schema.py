@@ -142,6 +142,10 @@ class Decision(_Strict):
     # answer before the deadline) counts as a match for this decision only, so e.g. an image whose
     # OCR could not run in time goes to the restricted model rather than past the identity check.
     fail_safe: bool = False
+    # Under overload with `overload.action: shed`, a decision left undecided by a timed-out signal
+    # sheds the request (`policy`), or is passed over so the next decisions are tried (`skip`: for
+    # routing rules such as subject routing, where a lesser route beats a 429).
+    on_overload: Literal["policy", "skip"] = "policy"
     # The semantic cache for requests this decision routes. A decision with restricted handling
     # (fail_safe) is cached only when its own spec says `enabled: true`, never by the default.
     cache: CacheSpec | None = None
