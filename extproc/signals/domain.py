@@ -149,10 +149,16 @@ def combine(turns: Sequence[Turn], probs: Sequence[FloatArray]) -> FloatArray:
     return np.asarray((weights[:, None] * stacked).sum(axis=0) / float(weights.sum()), dtype=np.float32)
 
 
+# Below an embedding's cost class: the shipped cascade answers most texts inline, so lazy dispatch
+# runs it before the embedding signals of the same rule (`complexity`), which a non-matching
+# subject then makes unnecessary.
+COST_DOMAIN = COST_EMBEDDING // 2
+
+
 class DomainSignal(ModelSignal[Any]):
     """The `domain` type; `build` returns the backend's subclass."""
 
-    cost: ClassVar[int] = COST_EMBEDDING
+    cost: ClassVar[int] = COST_DOMAIN
     spec: DomainSpec
 
     def __init__(self, spec: DomainSpec, model: Any = None, reason: str | None = None) -> None:
@@ -362,6 +368,8 @@ def checkpoint_label_names(model_dir: Path, model: HfTextClassifier) -> tuple[st
 
 class CheckpointDomainSignal(DomainSignal):
     """A sequence-classification checkpoint directory (on the heavy executor)."""
+
+    cost: ClassVar[int] = COST_EMBEDDING  # a transformer pass on every text
 
     @classmethod
     def build_checkpoint(cls, spec: DomainSpec, ctx: BuildContext) -> CheckpointDomainSignal:

@@ -274,6 +274,31 @@ def test_policy_routes_on_subject_and_writes_reasoning(ctx: BuildContext, embedd
     assert embedder.calls == []
 
 
+STEM_POLICY = POLICY.replace(
+    "  - {name: subject, type: domain, threshold: 0.5, fallback: other}\n",
+    "  - {name: subject, type: domain, threshold: 0.5, fallback: other}\n"
+    "  - {name: difficulty, type: complexity, hard: [prove the theorem], easy: [what is a cat]}\n",
+).replace(
+    "when: {signal: subject, label: math}",
+    "when: {all: [{signal: subject, label: math}, {signal: difficulty, label: hard}]}",
+)
+
+
+def test_lazy_dispatch_runs_difficulty_only_for_a_matching_subject(ctx: BuildContext, embedder: StubEmbedder) -> None:
+    assert "difficulty" in STEM_POLICY and "all: [" in STEM_POLICY
+    router = Router(ctx.settings, compile_(STEM_POLICY, ctx), executor=ctx.executor, models=ctx.models)
+
+    def go(text: str) -> Any:
+        body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
+        return asyncio.run(router.route(body))
+
+    law = go("a contract question")
+    assert law.decision == "general" and "difficulty" not in {s.name for s in law.signals}
+    embedded = len(embedder.calls)
+    math = go("evaluate the integral")
+    assert "difficulty" in {s.name for s in math.signals} and len(embedder.calls) == embedded + 1
+
+
 def test_policy_refuses_unknown_subject_labels(ctx: BuildContext) -> None:
     with pytest.raises(PolicyError, match="has no label 'maths'"):
         compile_(POLICY.replace("label: math}", "label: maths}"), ctx)
