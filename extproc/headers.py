@@ -13,4 +13,5 @@ SIGNALS = "x-vsr-signals"
 DEBUG = "x-vsr-debug"  # a client asks for a trace (honoured only when settings allow it)
 TRACE = "x-vsr-trace"
 CACHE = "x-vsr-cache"  # the semantic cache's outcome: hit, miss (stored on a 200), bypass
+REASONING = "x-vsr-reasoning"  # what the router told the upstream about thinking: on:high, off, kept, none
 CACHE_SIMILARITY = "x-vsr-cache-similarity"  # on a hit: 1.000 exact, else the verified similarity

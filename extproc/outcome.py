@@ -9,6 +9,7 @@ from typing import Any
 from extproc import headers as vsr
 from extproc.errors import RequestError, error_body
 from extproc.policy.engine import ActionKind, DecisionTrace, EngineResult
+from extproc.policy.reasoning import apply_reasoning
 from extproc.policy.schema import ModelSpec, Plugins
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps, rewrite_body
@@ -33,6 +34,7 @@ class RoutingOutcome:
     timings_ms: dict[str, float] = field(default_factory=dict)
     request_id: str | None = None
     cache: dict[str, Any] | None = None  # the semantic cache's part (CacheLookup.to_dict), when it took one
+    reasoning_sent: str | None = None  # the x-vsr-reasoning value, once the body was rewritten
 
     # -- the decision (the engine's words) ------------------------------------------------
     @property
@@ -95,9 +97,26 @@ class RoutingOutcome:
             self.model.target_model,
             prompt.content if prompt is not None else None,
             prompt.mode if prompt is not None else "insert",
+            edit=self._write_reasoning if self.result.reasoning is not None else None,
         )
         self.notes.extend(n for n in notes if n not in self.notes)
         return body
+
+    def _write_reasoning(self, body: dict[str, Any]) -> None:
+        setting, family = self.result.reasoning, self.result.reasoning_family
+        if setting is not None and family is not None and self.request is not None:
+            self.reasoning_sent = apply_reasoning(body, self.request.api, setting, family)
+
+    @property
+    def reasoning(self) -> str | None:
+        """What the upstream is told about thinking (`on:high`, `off`, `kept`, `none`); None when
+        the route has no reasoning setting. Known without rewriting the body."""
+        if self.reasoning_sent is not None:
+            return self.reasoning_sent
+        setting, family = self.result.reasoning, self.result.reasoning_family
+        if self.action != "route" or setting is None or family is None or self.request is None:
+            return None
+        return apply_reasoning({}, self.request.api, setting, family)
 
     def request_headers(self) -> dict[str, str]:
         """Headers to set (overwrite) on the request Envoy forwards: routing plus plugin headers."""
@@ -107,15 +126,20 @@ class RoutingOutcome:
         if self.model is not None:
             headers[vsr.CLUSTER] = self.model.cluster
             headers[vsr.MODEL] = self.model.name
+        if (reasoning := self.reasoning) is not None:
+            headers[vsr.REASONING] = reasoning
         return headers
 
     def response_headers(self) -> dict[str, str]:
         """Headers the client sees: why its request went where it went."""
-        return {
+        headers = {
             vsr.DECISION: self.decision or "none",
             vsr.MODEL: self.model.name if self.model is not None else "none",
             vsr.SIGNALS: ",".join(self.matched_signals()) or "none",
         }
+        if (reasoning := self.reasoning) is not None:
+            headers[vsr.REASONING] = reasoning
+        return headers
 
     def trace_header(self) -> str:
         """A compact one-line trace: decision values, then every signal's status and score."""
@@ -156,6 +180,7 @@ class RoutingOutcome:
             "model": self.model.name if self.model is not None else None,
             "cluster": self.model.cluster if self.model is not None else None,
             "upstream_model": self.model.target_model if self.model is not None else None,
+            "reasoning": self.reasoning,
             "status": self.status,
             "message": self.message if self.error is None else self.error.message,
             "error": self.error.to_body()["error"] if self.error is not None else None,

@@ -24,7 +24,8 @@ COMMANDS: tuple[str, ...] = (
     "extproc.cli.replay_cmd",  # issue 6
     "extproc.cli.train_classifier_cmd",
     "extproc.cli.eval_cmd",  # issue 11
-    "extproc.cli.import_vsr_cmd",  # issue 25
+    "extproc.cli.import_vsr_cmd",
+    "extproc.cli.train_domain_cmd",
 )
 
 

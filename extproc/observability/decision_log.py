@@ -101,6 +101,7 @@ class RequestRecord(TypedDict):
     body_b64: NotRequired[str]  # ... or base64 when it is not UTF-8
     overload: NotRequired[str]  # "shed" (answered 429) or "fail_safe" (routed fail-safe)
     cache: NotRequired[str]  # the semantic cache: hit, miss or bypass (with why, e.g. "bypass:no-cache")
+    reasoning: NotRequired[str]  # what the upstream was told about thinking (x-vsr-reasoning): on:high, off, kept
 
 
 class PolicySignalRecord(TypedDict):
@@ -152,6 +153,7 @@ class _Entry:
     turns: int = 0
     overload: str | None = None  # shed / fail_safe, when overload decided the request
     cache: str | None = None  # state[:reason] of the semantic cache, when the decision caches
+    reasoning: str | None = None  # the x-vsr-reasoning value, when the route sets reasoning
 
 
 class DecisionLog:
@@ -259,6 +261,7 @@ class DecisionLog:
             extproc_ms=extproc_ms,
             body=captured,
             held=len(captured) if captured is not None else 0,
+            reasoning=outcome.reasoning,
         )
         if request is not None:
             entry.api, entry.requested_model, entry.stream = request.api.value, request.model, request.stream
@@ -430,6 +433,8 @@ class DecisionLog:
         }
         if e.overload is not None:
             record["overload"] = e.overload
+        if e.reasoning is not None:
+            record["reasoning"] = e.reasoning
         if e.cache is not None:
             record["cache"] = e.cache
         if e.body is not None:

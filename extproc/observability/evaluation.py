@@ -519,6 +519,52 @@ class EvalReport:
     def misses(self) -> list[CaseResult]:
         return [r for r in self.results if r.missed]
 
+    def label_classification(self) -> dict[str, dict[str, Any]]:
+        """For signals whose cases expect exactly one label (`{subject: [math]}`): the signal as a
+        classifier, its top label against the expected one: accuracy, macro-F1, per-label recall /
+        precision / F1 and the confusion matrix (rows: expected). Unknown results count as wrong
+        (predicted `(unknown)`), so an outage cannot raise the figures."""
+        pairs: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for r in self.results:
+            for name, want in r.case.expected_signals.items():
+                if isinstance(want, bool) or len(want) != 1:
+                    continue
+                result = r.signals.get(name)
+                if result is None or not result.known:
+                    got = "(unknown)"
+                elif result.labels:
+                    got = max(result.labels.items(), key=lambda kv: kv[1])[0]
+                else:
+                    got = "(none)"
+                pairs[name].append((want[0], got))
+        out: dict[str, dict[str, Any]] = {}
+        for name, rows in pairs.items():
+            labels = sorted({w for w, _ in rows})
+            confusion: dict[str, Counter[str]] = defaultdict(Counter)
+            for expected, top in rows:
+                confusion[expected][top] += 1
+            per: dict[str, dict[str, Any]] = {}
+            for label in labels:
+                tp = confusion[label][label]
+                support = sum(confusion[label].values())
+                predicted = sum(row[label] for row in confusion.values())
+                recall, precision = _rate(tp, support), _rate(tp, predicted)
+                f1 = (
+                    round(2 * precision * recall / (precision + recall), 4)
+                    if precision is not None and recall is not None and precision + recall > 0
+                    else 0.0
+                )
+                per[label] = {"support": support, "recall": recall, "precision": precision, "f1": f1}
+            correct = sum(w == g for w, g in rows)
+            out[name] = {
+                "cases": len(rows),
+                "accuracy": _rate(correct, len(rows)),
+                "macro_f1": round(sum(p["f1"] for p in per.values()) / len(per), 4) if per else None,
+                "per_label": per,
+                "confusion": {w: dict(sorted(row.items())) for w, row in sorted(confusion.items())},
+            }
+        return out
+
     def check_gates(self, min_recall: Mapping[str, float], max_fp: Mapping[str, float]) -> list[str]:
         """Violations of the gates, one line each (empty: all pass)."""
         stats = self.decisions
@@ -554,6 +600,7 @@ class EvalReport:
             "signals": {name: s.to_dict() for name, s in self.signals().items()},
             "by_lang": self.groups("lang"),
             "by_category": self.groups("category"),
+            "label_classification": self.label_classification(),
             "misses": [r.miss_dict() for r in self.misses()],
         }
 
@@ -604,6 +651,23 @@ class EvalReport:
                     f"{value:<{width}}  {g['cases']:>5}  {_fmt(g['decision_accuracy']):>12}  "
                     f"{_fmt(g['signal_accuracy']):>10}  {g['misses']:>6}  {recall}"
                 )
+        for name, c in self.label_classification().items():
+            lines += [
+                "",
+                f"{name} as a classifier: {c['cases']} case(s), accuracy {_fmt(c['accuracy'])}, "
+                f"macro-F1 {_fmt(c['macro_f1'])}",
+            ]
+            width = max(5, *(len(label) for label in c["per_label"]))
+            lines.append(f"{'label':<{width}}  support  recall  precision  f1")
+            for label, st in c["per_label"].items():
+                lines.append(
+                    f"{label:<{width}}  {st['support']:>7}  {_fmt(st['recall']):>6}  {_fmt(st['precision']):>9}  "
+                    f"{_fmt(st['f1']):>4}"
+                )
+            columns = sorted({g for row in c["confusion"].values() for g in row})
+            lines.append("confusion (rows: expected, columns: top label): " + ", ".join(columns))
+            for want, row in c["confusion"].items():
+                lines.append(f"{want:<{width}}  " + " ".join(str(row.get(col, 0)) for col in columns))
         misses = self.misses()
         lines += ["", f"misses ({len(misses)})"]
         for r in misses[:max_misses]:

@@ -214,6 +214,16 @@ def _argument_pieces(arguments: str) -> list[str]:
     return _pieces(arguments, max(3, min(8, len(arguments) // 8)))
 
 
+REASONING_FIELDS = ("chat_template_kwargs", "reasoning_effort", "reasoning")
+
+
+def reasoning_echo(payload: dict[str, Any]) -> str:
+    """The reasoning fields the upstream received, as compact JSON (`-` when none), so a curl
+    through the router shows what the router told the model about thinking."""
+    fields = {key: payload[key] for key in REASONING_FIELDS if key in payload}
+    return json.dumps(fields, separators=(",", ":"), sort_keys=True) if fields else "-"
+
+
 def _last_user_text(payload: dict[str, Any]) -> str:
     """The last user text of a chat, responses or completions body, shortened for the reply."""
     text = ""
@@ -308,7 +318,8 @@ class DemoServer:
         else:
             reply = _Reply(
                 f"[demo upstream cluster={upstream.cluster} model={model} "
-                f"decision={request.headers.get('x-vsr-decision', '-')}] you said: {_last_user_text(payload)}",
+                f"decision={request.headers.get('x-vsr-decision', '-')} reasoning={reasoning_echo(payload)}] "
+                f"you said: {_last_user_text(payload)}",
                 scripted=False,
             )
         await handler(upstream, payload, model, reply, writer, close)

@@ -651,6 +651,7 @@ def routes(
                         request_headers_to_add=[
                             _from_decision(vsr.DECISION, "decision"),
                             _from_decision(vsr.MODEL, "model"),
+                            _from_decision(vsr.REASONING, "reasoning"),
                             *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
                         ],
                         request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
@@ -660,6 +661,7 @@ def routes(
                             _from_decision(vsr.SIGNALS, "signals"),
                             _from_decision(vsr.TRACE, "trace"),
                             _from_decision(vsr.CACHE, "cache"),
+                            _from_decision(vsr.REASONING, "reasoning"),
                         ],
                         typed_per_filter_config=per_filter,
                     )

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
+from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
 from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction, ToolRule
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Signal, SignalResult, SignalStatus
@@ -58,6 +59,9 @@ class EngineResult:
     fail_safe: bool = False
     shed: bool = False
     retry_after_s: int | None = None
+    # The route's reasoning setting and its model's families-table row (None: bodies untouched).
+    reasoning: ReasoningSetting | None = None
+    reasoning_family: ReasoningFamily | None = None
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -176,7 +180,7 @@ def decide(
         elif value is Tri.UNKNOWN and timed_out and _timeout_matters(decision, timed_out, value_of):
             if decision.fail_safe and evaluate(decision.when, overloaded_as_match)[0] is Tri.TRUE:
                 winner, fail_safe = decision, True
-            elif policy.spec.overload.action == "shed":
+            elif policy.spec.overload.action == "shed" and decision.on_overload != "skip":
                 overloaded = decision
     if overloaded is not None:
         retry = policy.spec.overload.retry_after_s
@@ -229,6 +233,9 @@ def decide(
         )
         return result
     result.model = model
+    if action.reasoning is not None:
+        result.reasoning = action.reasoning
+        result.reasoning_family = policy.spec.reasoning_family(model)
     return result
 
 

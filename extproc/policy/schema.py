@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from extproc import headers as vsr
 from extproc.policy.conditions import Condition, ConditionError, parse_condition
+from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting, families
 from extproc.signals.base import SignalSpecBase
 
 NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
@@ -46,6 +47,8 @@ class ModelSpec(_Strict):
     upstream_model: str | None = None  # written into the body's `model`; defaults to `name`
     address: str | None = Field(default=None, pattern=r"^[^:\s]+:\d{1,5}$")  # host:port, for Envoy config generation
     description: str = ""
+    # How its server is told to think: a row of the reasoning families table (None: not at all).
+    reasoning_family: str | None = Field(default=None, pattern=NAME_PATTERN)
 
     @property
     def target_model(self) -> str:
@@ -58,6 +61,7 @@ class ModelSpec(_Strict):
 class RouteAction(_Strict):
     type: Literal["route"]
     models: list[str] = Field(min_length=1)  # in order of preference; capability filtering falls back along it
+    reasoning: ReasoningSetting | None = None  # None: the client's reasoning fields pass untouched
 
 
 class RejectAction(_Strict):
@@ -138,6 +142,10 @@ class Decision(_Strict):
     # answer before the deadline) counts as a match for this decision only, so e.g. an image whose
     # OCR could not run in time goes to the restricted model rather than past the identity check.
     fail_safe: bool = False
+    # Under overload with `overload.action: shed`, a decision left undecided by a timed-out signal
+    # sheds the request (`policy`), or is passed over so the next decisions are tried (`skip`: for
+    # routing rules such as subject routing, where a lesser route beats a 429).
+    on_overload: Literal["policy", "skip"] = "policy"
     # The semantic cache for requests this decision routes. A decision with restricted handling
     # (fail_safe) is cached only when its own spec says `enabled: true`, never by the default.
     cache: CacheSpec | None = None
@@ -225,9 +233,27 @@ class Policy(_Strict):
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     default: DefaultDecision
+    # Reasoning families beside the built-in ones (qwen3, deepseek, gpt_oss, openai, none).
+    reasoning_families: dict[str, ReasoningFamily] = Field(default_factory=dict)
 
     def model(self, name: str) -> ModelSpec | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def reasoning_family(self, model: ModelSpec) -> ReasoningFamily:
+        """The families-table row of `model` (the `none` row when it names none)."""
+        table = families(self.reasoning_families)
+        return table[model.reasoning_family or "none"]
+
+    @model_validator(mode="after")
+    def _check_reasoning(self) -> Policy:
+        table = families(self.reasoning_families)
+        for model in self.models:
+            if model.reasoning_family is not None and model.reasoning_family not in table:
+                raise ValueError(
+                    f"model {model.name!r}: unknown reasoning_family {model.reasoning_family!r}; "
+                    f"known: {', '.join(sorted(table))}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _check_cache(self) -> Policy:

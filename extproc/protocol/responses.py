@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Literal
 
 from extproc.protocol.request import ApiKind
@@ -29,6 +30,7 @@ def rewrite_body(
     model: str,
     system_prompt: str | None = None,
     mode: SystemPromptMode = "insert",
+    edit: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[bytes, list[str]]:
     """The request body with `model` replaced and `system_prompt` inserted before the client's
     system text (`insert`) or in place of it (`replace`).
@@ -50,6 +52,8 @@ def rewrite_body(
                 body["instructions"] = f"{system_prompt}\n\n{existing}"
         else:
             notes.append("system_prompt not applied: legacy completions have no system role")
+    if edit is not None:  # further body edits (reasoning fields) on the copy
+        edit(body)
     return dumps(body), notes
 
 

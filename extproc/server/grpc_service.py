@@ -508,6 +508,8 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             metadata["trace"] = stream.client_headers[vsr.TRACE]
         if outcome.plugins.set_headers:
             metadata["headers"] = dict(outcome.plugins.set_headers)
+        if outcome.reasoning is not None:
+            metadata["reasoning"] = outcome.reasoning
         request = outcome.request
         if request is not None and (request.tools or request.stores) and stream.respond_rules:
             metadata[RESPOND_KEY] = "stream" if request.stream else "json"

@@ -38,6 +38,8 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "semantic": ("extproc.signals.semantic", "SemanticSpec", "SemanticSignal"),
     "language": ("extproc.signals.language", "LanguageSpec", "LanguageSignal"),
     "classifier": ("extproc.signals.classifier", "ClassifierSpec", "ClassifierSignal"),
+    "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
+    "complexity": ("extproc.signals.complexity", "ComplexitySpec", "ComplexitySignal"),
 }
 
 

@@ -216,7 +216,7 @@ def test_duplicate_model_keys_are_collapsed_by_the_rewrite(stack: LoggedStack) -
     body = ('{"model":"Qwen/Qwen2.5-VL-7B-Instruct",' + text[1:-1] + ',"model":"restricted-vlm"}').encode()
     reply = post(stack.config.envoy.listener_port, body)
     assert (reply.status, reply.upstream) == (200, "general")
-    assert reply.headers["x-demo-model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert reply.headers["x-demo-model"] == "Qwen/Qwen3-8B"
 
 
 @pytest.fixture(scope="module")

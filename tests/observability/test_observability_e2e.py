@@ -26,7 +26,7 @@ REQUESTS = REPO / "policies" / "examples" / "requests"
 E2E_POLICY = POLICY.read_text()
 # The change under review: plain requests go to the general VLM first.
 CHANGED = E2E_POLICY.replace(
-    "action: {type: route, models: [general, general-vlm]}", "action: {type: route, models: [general-vlm, general]}"
+    "action: {type: route, models: [general, general-vlm]", "action: {type: route, models: [general-vlm, general]"
 )
 assert CHANGED != E2E_POLICY
 INVALID = CHANGED.replace("{signal: has_image}", "{signal: has_imagee}", 1)

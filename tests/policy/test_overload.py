@@ -66,6 +66,14 @@ async def test_shed_answers_429_with_retry_after(make_router: Callable[..., Rout
     assert (body["type"], body["code"]) == ("rate_limit_error", "overloaded")
 
 
+async def test_a_skip_decision_is_passed_over_instead_of_shedding(make_router: Callable[..., Router]) -> None:
+    text = policy(overload="overload: {action: shed}").replace("    fail_safe: false\n", "    on_overload: skip\n")
+    assert "on_overload: skip" in text
+    outcome = await make_router(text).route(chat())
+    assert (outcome.action, outcome.decision, outcome.result.shed) == ("route", "general", False)
+    assert {s.name: s.status for s in outcome.signals}["slow"] is SignalStatus.TIMEOUT
+
+
 async def test_fail_safe_wins_over_shed(make_router: Callable[..., Router]) -> None:
     outcome = await make_router(policy(overload="overload: {action: shed}", fail_safe=True)).route(chat())
     assert outcome.decision == "restricted" and outcome.result.fail_safe

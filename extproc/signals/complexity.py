@@ -1,0 +1,193 @@
+"""complexity: is the newest user turn easy, medium or hard, judged against the policy's own examples.
+
+    - name: difficulty
+      type: complexity
+      hard: ["Prove that there are infinitely many primes of the form 4k + 3.", ...]
+      easy: ["What is 7 times 8?", ...]
+      thresholds: {hard: 0.04, easy: 0.04}
+      cues: {long_chars: 400, length_weight: 0.03, structure_weight: 0.03}
+    leaf: {signal: difficulty, label: hard}
+
+The turn (the newest user turn, fenced code removed, as `domain` reads it) is embedded with
+all-MiniLM-L6-v2 (the embedder's cache shares that one embedding with `domain`'s second stage,
+`semantic` and the answer cache). Its margin is the cosine to the nearest `hard` example minus
+the cosine to the nearest `easy` example; optional cues move it: a long turn (>= `long_chars`)
+adds `length_weight`, a short one (< `long_chars` / 8) subtracts it, and structure (several
+numbered parts, equations, a "prove" / "derive" / "show that") adds `structure_weight`.
+margin >= `thresholds.hard` is `hard`, margin <= -`thresholds.easy` is `easy`, anything in
+between `medium`. The label's score is in (0, 1] (0.5 + margin / 2 for hard, 0.5 - margin / 2 for
+easy, 1 - |margin| for medium); the evidence gives the margin and the cues.
+
+A routing signal: without MiniLM it is unknown, so a rule on it never fires on its account.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from extproc.models.cache import LruCache, text_key
+from extproc.models.registry import ModelUnavailable
+from extproc.models.text_embedder import FloatArray, TextEmbedder, get_text_embedder
+from extproc.protocol.request import Role, RoutingRequest
+from extproc.signals.base import (
+    COST_EMBEDDING,
+    BuildContext,
+    Evaluation,
+    Signal,
+    SignalContext,
+    SignalUnavailable,
+    TextSignalSpec,
+)
+from extproc.signals.domain import DomainSpec, select_turns
+
+LEVELS = ("easy", "medium", "hard")
+_NUMBERED = re.compile(r"(?:^|\s)(?:\(?[a-d1-9][.)]|part [a-d1-9])\s", re.IGNORECASE)
+_MATHS = re.compile(r"[=^√∫∑∏≤≥≠]|\\frac|\\int|\bd/dx\b")
+_DEMANDING = re.compile(r"\b(prove|derive|show that|justify|rigorous|step by step|optimi[sz]e|design an?)\b", re.I)
+
+
+class ComplexityThresholds(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hard: float = Field(default=0.04, ge=-2.0, le=2.0)  # margin at or above: hard
+    easy: float = Field(default=0.04, ge=-2.0, le=2.0)  # margin at or below minus this: easy
+
+
+class ComplexityCues(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    long_chars: int = Field(default=400, ge=8)
+    length_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+    structure_weight: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+class ComplexitySpec(TextSignalSpec):
+    type: Literal["complexity"]
+    hard: list[str] = Field(min_length=1)
+    easy: list[str] = Field(min_length=1)
+    thresholds: ComplexityThresholds = Field(default_factory=ComplexityThresholds)
+    cues: ComplexityCues = Field(default_factory=ComplexityCues)
+    max_chars: int = Field(default=2000, ge=16)
+
+    @field_validator("hard", "easy")
+    @classmethod
+    def _non_blank(cls, texts: list[str]) -> list[str]:
+        if not all(t.strip() for t in texts):
+            raise ValueError("examples must not be blank")
+        return texts
+
+    @field_validator("roles")
+    @classmethod
+    def _user_only(cls, roles: list[Role]) -> list[Role]:
+        if roles != [Role.USER]:
+            raise ValueError("complexity reads the user's newest turn only; roles cannot be changed")
+        return roles
+
+
+def cue_shift(text: str, cues: ComplexityCues) -> tuple[float, list[str]]:
+    """The margin shift from length and structure cues, and what caused it."""
+    shift, why = 0.0, []
+    if cues.length_weight:
+        if len(text) >= cues.long_chars:
+            shift += cues.length_weight
+            why.append(f"long (+{cues.length_weight:g})")
+        elif len(text) < cues.long_chars // 8:
+            shift -= cues.length_weight
+            why.append(f"short (-{cues.length_weight:g})")
+    if cues.structure_weight:
+        parts = len(_NUMBERED.findall(text))
+        if parts >= 2 or len(_MATHS.findall(text)) >= 3 or _DEMANDING.search(text):
+            shift += cues.structure_weight
+            why.append(f"structure (+{cues.structure_weight:g})")
+    return shift, why
+
+
+class ComplexitySignal(Signal):
+    cost: ClassVar[int] = COST_EMBEDDING
+    spec: ComplexitySpec
+
+    def __init__(self, spec: ComplexitySpec, embedder: TextEmbedder | None = None, reason: str | None = None) -> None:
+        super().__init__(spec)
+        self.spec = spec
+        self._embedder = embedder
+        self._reason = reason
+        self._hard: FloatArray | None = None
+        self._easy: FloatArray | None = None
+        self._turns_spec = DomainSpec(name=spec.name, type="domain", max_turns=1, max_chars=spec.max_chars)
+
+    @classmethod
+    def build(cls, spec: ComplexitySpec, ctx: BuildContext) -> ComplexitySignal:
+        try:
+            embedder = get_text_embedder(
+                ctx.models, ctx.settings.embedder, torch_threads=ctx.settings.dispatch.torch_threads
+            )
+        except ModelUnavailable as exc:
+            return cls(spec, None, f"complexity needs the text embedder: {exc}")
+        signal = cls(spec, embedder)
+        ctx.executor.submit_sync(signal.prepare)
+        return signal
+
+    def prepare(self) -> None:
+        """Embed the examples once per policy load."""
+        if self._embedder is not None:
+            self._hard = self._embedder.embed(self.spec.hard)
+            self._easy = self._embedder.embed(self.spec.easy)
+
+    def unavailable_reason(self) -> str | None:
+        return self._reason if self._embedder is None else None
+
+    def known_labels(self) -> frozenset[str]:
+        return frozenset(LEVELS)
+
+    def margin(self, vec: FloatArray) -> float:
+        if self._hard is None or self._easy is None:
+            self.prepare()
+        assert self._hard is not None and self._easy is not None
+        return float((self._hard @ vec).max()) - float((self._easy @ vec).max())
+
+    def judge(self, text: str, vec: FloatArray) -> Evaluation:
+        similarity = self.margin(vec)
+        shift, why = cue_shift(text, self.spec.cues)
+        margin = similarity + shift
+        th = self.spec.thresholds
+        if margin >= th.hard:
+            level, score = "hard", 0.5 + margin / 2
+        elif margin <= -th.easy:
+            level, score = "easy", 0.5 - margin / 2
+        else:
+            level, score = "medium", 1.0 - abs(margin)
+        score = float(min(1.0, max(1e-6, score)))
+        evidence = [
+            f"{level}: margin {margin:+.3f} (similarity {similarity:+.3f}{', ' + ', '.join(why) if why else ''})"
+        ]
+        return Evaluation(matched=True, score=score, labels={level: score}, evidence=tuple(evidence))
+
+    def _newest(self, request: RoutingRequest) -> str | None:
+        turns = select_turns(request, self._turns_spec)
+        return turns[0].text if turns else None
+
+    def answer_now(self, request: RoutingRequest) -> Evaluation | None:
+        """When the turn's embedding is already cached (domain's second stage or a repeat): no hop."""
+        if self._embedder is None:
+            return None
+        text = self._newest(request)
+        if text is None:
+            return Evaluation(matched=False, evidence=("no user text",))
+        cache = getattr(self._embedder, "cache", None)
+        cached = cache.peek(text_key(text)) if isinstance(cache, LruCache) else None
+        if cached is None:
+            return None
+        return self.judge(text, np.asarray(cached, dtype=np.float32))
+
+    async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        if self._embedder is None:
+            raise SignalUnavailable(self._reason or "no text embedder")
+        text = self._newest(request)
+        if text is None:
+            return Evaluation(matched=False, evidence=("no user text",))
+        vecs = await ctx.executor.run(self._embedder.embed, [text])
+        return self.judge(text, vecs[0])

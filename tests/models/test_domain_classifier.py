@@ -1,0 +1,192 @@
+"""The subject classifier: trained by the real training code on a tiny corpus (deterministic, byte
+for byte), loaded through the real loader, and refused with a clear error when its files are bad;
+the shipped weights load and answer plain questions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from extproc.models.attack_classifier import LexicalConfig
+from extproc.models.domain_classifier import (
+    DEFAULT_WEIGHTS_DIR,
+    HEAD_FILE,
+    LEXICAL_FILE,
+    META_FILE,
+    SUBJECTS,
+    DomainClassifier,
+    DomainClassifierError,
+)
+from extproc.models.domain_training import (
+    TfidfFeatures,
+    TrainConfig,
+    evaluate,
+    knee,
+    load_rows,
+    scores,
+    train,
+)
+
+TOPICS: dict[str, list[str]] = {
+    "biology": ["cell", "dna", "organism", "enzyme", "species"],
+    "business": ["revenue", "marketing", "invoice", "customer", "profit"],
+    "chemistry": ["molecule", "reaction", "acid", "titration", "bond"],
+    "computer science": ["algorithm", "compiler", "array", "python", "recursion"],
+    "economics": ["inflation", "demand", "supply", "gdp", "tariff"],
+    "engineering": ["beam", "torque", "circuit", "turbine", "load"],
+    "health": ["patient", "symptom", "dose", "diagnosis", "nurse"],
+    "history": ["empire", "revolution", "treaty", "dynasty", "war"],
+    "law": ["contract", "court", "plaintiff", "statute", "tort"],
+    "math": ["integral", "equation", "prime", "matrix", "derivative"],
+    "other": ["recipe", "holiday", "garden", "travel", "music"],
+    "philosophy": ["ethics", "kant", "virtue", "metaphysics", "socrates"],
+    "physics": ["velocity", "quantum", "photon", "momentum", "gravity"],
+    "psychology": ["memory", "behavior", "cognition", "anxiety", "freud"],
+}
+
+
+class HashEmbedder:
+    """Deterministic unit vectors per text (a stand-in for MiniLM; same text, same vector)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        self.calls += 1
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for i, t in enumerate(texts):
+            v = np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).standard_normal(384)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def write_corpus(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 6), ("test", 2)):
+        with (directory / f"{split}.jsonl").open("w", encoding="utf-8") as fh:
+            for label, words in TOPICS.items():
+                for i in range(n):
+                    a, b = words[i % 5], words[(i + 2) % 5]
+                    text = f"Question {i}: explain the {a} and how the {b} relates to it ({split})."
+                    group = f"{label}|{split}|{i % 3}"
+                    fh.write(json.dumps({"text": text, "label": label, "group": group}) + "\n")
+    return directory
+
+
+TINY = TrainConfig(
+    lexical=LexicalConfig(bits=12, ngram_min=2, ngram_max=4, shape_bits=0),
+    folds=2,
+    lexical_max_iter=60,
+    head_max_iter=60,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("domain")
+    data = write_corpus(root / "data")
+    out = root / "weights"
+    metrics = train(data, out, embedder=HashEmbedder(), config=TINY)
+    return data, out, metrics
+
+
+def test_training_is_reproducible_byte_for_byte(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
+    data, out, _ = trained
+    again = tmp_path / "again"
+    train(data, again, embedder=HashEmbedder(), config=TINY)
+    for name in (LEXICAL_FILE, HEAD_FILE, META_FILE):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_trained_weights_load_and_classify(trained: tuple[Path, Path, dict[str, Any]]) -> None:
+    data, out, metrics = trained
+    clf = DomainClassifier.load(out)
+    assert clf.labels == SUBJECTS and 0.0 <= clf.confident <= 1.01
+    meta = json.loads((out / META_FILE).read_text())
+    assert meta["corpus"]["rows"] == 14 * 6 and "SOURCES.md" in meta["corpus"]["sources"]
+    assert metrics["cv_tradeoff"] and 0.0 <= metrics["cv_accuracy"] <= 1.0
+    p = clf.lexical_probs("how does the integral of this equation behave")
+    assert p.shape == (14,) and abs(float(p.sum()) - 1.0) < 1e-5
+    assert clf.labels[int(p.argmax())] == "math"
+    assert clf.labels[int(clf.lexical_probs("the plaintiff sued over the contract in court").argmax())] == "law"
+    # The cascade on the test split: figures, the share stage 1 decided, the trade-off curve.
+    report = evaluate(clf, load_rows(data / "test.jsonl"), HashEmbedder().embed, timing_repeats=1)
+    assert report["cascade"]["accuracy"] >= 0.8
+    assert 0.0 <= report["stage1_share"] <= 1.0 and report["tradeoff"][-1]["embedded"] == 1.0
+    # A second stage on an embedding gives a distribution too.
+    q = clf.embedding_probs(HashEmbedder().embed(["x"])[0], p)
+    assert q.shape == (14,) and abs(float(q.sum()) - 1.0) < 1e-5
+
+
+def test_extra_training_rows_are_used_and_recorded(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
+    data, _, _ = trained
+    extra = tmp_path / "extra_train.jsonl"
+    extra.write_text(json.dumps({"text": "a sonnet about the sea", "label": "other"}) + "\n")
+    metrics = train(data, tmp_path / "w", embedder=HashEmbedder(), config=TINY, extra=extra)
+    assert metrics["extra_rows"] == 1
+    assert json.loads((tmp_path / "w" / META_FILE).read_text())["corpus"]["extra"]["rows"] == 1
+    extra.write_text(json.dumps({"text": "x", "label": "astrology"}) + "\n")
+    with pytest.raises(ValueError, match="unknown subject 'astrology'"):
+        train(data, tmp_path / "w2", embedder=HashEmbedder(), config=TINY, extra=extra)
+
+
+def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
+    _, out, _ = trained
+    with pytest.raises(DomainClassifierError, match=r"metadata .* is missing"):
+        DomainClassifier.load(tmp_path / "nothing")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in (LEXICAL_FILE, HEAD_FILE, META_FILE):
+        (broken / name).write_bytes((out / name).read_bytes())
+    (broken / HEAD_FILE).write_bytes(b"not safetensors")
+    with pytest.raises(DomainClassifierError, match="cannot read"):
+        DomainClassifier.load(broken)
+    meta = json.loads((out / META_FILE).read_text())
+    meta["labels"] = meta["labels"][:-1]
+    (broken / HEAD_FILE).write_bytes((out / HEAD_FILE).read_bytes())
+    (broken / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(DomainClassifierError, match="has shape"):
+        DomainClassifier.load(broken)
+    (broken / META_FILE).write_text("{")
+    with pytest.raises(DomainClassifierError, match="not valid JSON"):
+        DomainClassifier.load(broken)
+
+
+def test_scores_and_knee() -> None:
+    y = np.array([0, 0, 1, 1, 2])
+    pred = np.array([0, 1, 1, 1, 0])
+    s = scores(y, pred, ["a", "b", "c"])
+    assert s["accuracy"] == 0.6 and s["confusion"] == [[1, 1, 0], [0, 2, 0], [1, 0, 0]]
+    assert s["per_label"]["b"]["recall"] == 1.0 and s["per_label"]["c"]["recall"] == 0.0
+    assert s["macro_f1"] == pytest.approx((0.5 + 0.8 + 0.0) / 3, abs=1e-4)  # a: P 1/2 R 1/2; b: P 2/3 R 1
+    curve = [
+        {"confident": 0.0, "embedded": 0.0, "accuracy": 0.80},
+        {"confident": 0.5, "embedded": 0.05, "accuracy": 0.85},
+        {"confident": 0.9, "embedded": 0.6, "accuracy": 0.87},
+    ]
+    assert knee(curve, 0.1) == 0.5  # 55 points more embedded for 2 points more accuracy: not worth it
+    assert knee(curve, 0.0) == 0.9
+
+
+def test_tfidf_baseline_features() -> None:
+    tfidf = TfidfFeatures(["the cell divides", "the cell grows", "a court rules"])
+    ids, vals = tfidf("the cell and the court")
+    assert len(ids) == len(vals) > 0 and abs(float(np.linalg.norm(vals)) - 1.0) < 1e-9
+
+
+@pytest.mark.skipif(not (DEFAULT_WEIGHTS_DIR / META_FILE).is_file(), reason="shipped weights not built")
+def test_shipped_weights_answer_plain_questions() -> None:
+    clf = DomainClassifier.load()
+    assert clf.labels == SUBJECTS
+    for text, label in [
+        ("Solve for x: 3x^2 - 12x + 9 = 0, and find the derivative of the result.", "math"),
+        ("What are the elements of a valid contract, and when is a tort claim barred by statute?", "law"),
+        ("Balance the redox reaction and compute the molarity of the acid after titration.", "chemistry"),
+    ]:
+        assert clf.labels[int(clf.lexical_probs(text).argmax())] == label, text
