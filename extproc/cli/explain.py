@@ -97,4 +97,3 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
         lines.append(f"  note: {note}")
     lines.append(f"  timings: {data['trace']['timings_ms']}")
     return "\n".join(lines) + "\n"
-
