@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from extproc.images import ImageLimits
 from extproc.protocol.request import API_PATHS
@@ -34,8 +34,11 @@ def _describe(exc: ValidationError, path: Path | str | None) -> str:
     source = f" (file {path} and VSR_* environment)" if path is not None else " (VSR_* environment)"
     lines = [f"invalid settings{source}:"]
     for err in exc.errors():
-        problem = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
-        if not err["loc"]:  # a rule across sections: its message names the fields
+        problem = (
+            "unknown setting" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+        )
+        if not err["loc"] or (err["type"] == "value_error" and isinstance(err.get("input"), dict)):
+            # A rule over several settings (of a section, or across sections): its message names them.
             lines.append(f"  {problem}")
             continue
         dotted = ".".join(str(part) for part in err["loc"])
@@ -77,20 +80,26 @@ class ServerSettings(_Section):
     # request, but under 200 concurrent image clients its memory high-water rose by up to 90 MB
     # more (bench/load.py --short), so the standard loop stays the default; auto: uvloop if installed.
     event_loop: Literal["auto", "asyncio", "uvloop"] = "asyncio"
-    inference_paths: list[str] = Field(
-        default_factory=lambda: list(API_PATHS)
-    )
+    inference_paths: list[str] = Field(default_factory=lambda: list(API_PATHS))
     # Bearer token for the admin HTTP server (every endpoint but /healthz); required when admin_host
     # is not loopback. Give it inline (VSR_SERVER__ADMIN_TOKEN) or as a file holding it (a mounted secret).
     admin_token: SecretStr | None = None
     admin_token_file: Path | None = None
 
+    @field_validator("admin_token")
+    @classmethod
+    def _long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
+            raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters")
+        return token
+
     @model_validator(mode="after")
     def _one_token_source(self) -> ServerSettings:
         if self.admin_token is not None and self.admin_token_file is not None:
-            raise ValueError("set admin_token or admin_token_file, not both")
-        if self.admin_token is not None and len(self.admin_token.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
-            raise ValueError(f"admin_token must be at least {MIN_ADMIN_TOKEN_CHARS} characters")
+            raise ValueError(
+                "server.admin_token (VSR_SERVER__ADMIN_TOKEN) and server.admin_token_file "
+                "(VSR_SERVER__ADMIN_TOKEN_FILE) are both set: set one, not both"
+            )
         return self
 
     def admin_token_value(self) -> str | None:
