@@ -80,7 +80,9 @@ class ServerSettings(_Section):
     # request, but under 200 concurrent image clients its memory high-water rose by up to 90 MB
     # more (bench/load.py --short), so the standard loop stays the default; auto: uvloop if installed.
     event_loop: Literal["auto", "asyncio", "uvloop"] = "asyncio"
-    inference_paths: list[str] = Field(default_factory=lambda: list(API_PATHS))
+    inference_paths: list[str] = Field(
+        default_factory=lambda: list(API_PATHS)
+    )
     # Bearer token for the admin HTTP server (every endpoint but /healthz); required when admin_host
     # is not loopback. Give it inline (VSR_SERVER__ADMIN_TOKEN) or as a file holding it (a mounted secret).
     admin_token: SecretStr | None = None
