@@ -49,6 +49,47 @@ def _describe(exc: ValidationError, path: Path | str | None) -> str:
 
 SECRET_FIELDS = frozenset({"admin_token"})
 
+# OpenTelemetry's OTLP protocol names -> our exporters (the Python SDK has no http/json exporter).
+_OTLP_PROTOCOLS = {"grpc": "otlp_grpc", "http/protobuf": "otlp_http"}
+_OTEL_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _apply_otel_environment(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Tracing as OpenTelemetry's standard variables ask, so an operator who sets them gets spans
+    without learning ours: an exporter (`OTEL_TRACES_EXPORTER=otlp|console`) or an OTLP endpoint
+    turns tracing on, unless `tracing.enabled` is set explicitly; the protocol picks the exporter,
+    unless `tracing.exporter` is set. `OTEL_SDK_DISABLED=true` and `OTEL_TRACES_EXPORTER=none`
+    turn it off whatever else says on. Nothing set: nothing changes (off, at no cost)."""
+    section = data.get("tracing")
+    if section is not None and not isinstance(section, dict):
+        return  # validation reports the section
+    section = dict(section or {})
+    exporters = [e.strip().lower() for e in env.get("OTEL_TRACES_EXPORTER", "").split(",") if e.strip()]
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or exporters == ["none"]:
+        data["tracing"] = {**section, "enabled": False}
+        return
+    if not exporters and not any(env.get(name) for name in _OTEL_ENDPOINTS):
+        return
+    wanted = sorted(set(exporters) - {"none"}) or ["otlp"]
+    if len(wanted) > 1 or wanted[0] not in ("otlp", "console"):
+        raise SettingsError(
+            f"OTEL_TRACES_EXPORTER={env['OTEL_TRACES_EXPORTER']!r}: this server exports to one of otlp, "
+            "console (or none)"
+        )
+    section.setdefault("enabled", True)
+    if "exporter" not in section:
+        if wanted[0] == "console":
+            section["exporter"] = "console"
+        else:
+            variable = next(
+                (v for v in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") if env.get(v)), None
+            )
+            protocol = env[variable].strip().lower() if variable else "grpc"  # the Python SDK's default
+            if protocol not in _OTLP_PROTOCOLS:
+                raise SettingsError(f"{variable}={protocol!r}: use one of {', '.join(_OTLP_PROTOCOLS)}")
+            section["exporter"] = _OTLP_PROTOCOLS[protocol]
+    data["tracing"] = section
+
 
 def _redacted(loc: tuple[int | str, ...], value: Any) -> Any:
     """A rejected value as an error message may show it: secrets replaced."""
@@ -221,8 +262,13 @@ class ObservabilitySettings(_Section):
 
 
 class TracingSettings(_Section):
-    """OpenTelemetry traces of the ext_proc streams. The SDK also reads the standard OTEL_* variables
-    (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+    """OpenTelemetry traces of the ext_proc streams.
+
+    OpenTelemetry's own variables turn it on as they would any SDK (`_apply_otel_environment`):
+    `OTEL_TRACES_EXPORTER=otlp` (or `console`), or an `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`,
+    with `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` choosing `grpc` or `http/protobuf`;
+    `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off, whatever else is set.
+    The SDK reads the rest (endpoint, _HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
     OTEL_TRACES_SAMPLER, ...); a field set here wins over them."""
 
     enabled: bool = False  # off: nothing of OpenTelemetry is imported and the servicer keeps no trace state
@@ -328,6 +374,7 @@ class Settings(_Section):
                 node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
             except yaml.YAMLError:
                 node[parts[-1]] = raw  # not a YAML scalar: keep the text; validation says if it fits
+        _apply_otel_environment(data, env)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

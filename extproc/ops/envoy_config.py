@@ -226,8 +226,10 @@ class EnvoyOptions:
     # Off by default (None). Set: Envoy traces requests and exports to the collector cluster.
     tracing: EnvoyTracing | None = None
     # One-message flow: copy a client's traceparent/tracestate into the vsr.request metadata sent to
-    # the server (its spans join the client's trace without Envoy's tracing); the headers stay.
-    forward_trace_context: bool = False
+    # the server (its spans join the client's trace without Envoy's tracing); the headers stay. On by
+    # default, so that a server traced through the OTEL_* variables joins the caller's trace with no
+    # render option; a request without the headers costs nothing (the rule matches no header).
+    forward_trace_context: bool = True
     # One-message flow: the semantic cache's store phase (a second ext_proc filter in observability
     # mode, on routes whose decision metadata carries a store ticket) and the request headers that
     # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
