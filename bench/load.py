@@ -3,6 +3,7 @@
     .venv/bin/python bench/load.py                    # full: 50 and 200 clients, 30 s each
     .venv/bin/python bench/load.py --short            # CI: 50 and 200 clients, 3 s each
     .venv/bin/python bench/load.py --levels 50,200,400 --duration 60 --json out.json
+    .venv/bin/python bench/load.py --short --busy-cores 2   # as CI: another process keeps 2 cores busy
 
 Starts the real stack on free loopback ports (demo upstreams, `extproc serve` with the
 default policy, Envoy from the wheel), warms it up, then runs each concurrency level for a
@@ -26,6 +27,12 @@ Exit status is 1 when any level saw an error, a 5xx, a misrouted passport, a lea
 RSS growth over `--rss-bound-mib` past the highest RSS seen before the level (OCR's memory arena
 is shrunk after large images and grows again, so RSS swings by ~100 MiB either way between
 levels without leaking; a leak shows as new high-water marks).
+
+`--busy-cores N` runs N spinning processes (same priority, each ending itself after
+`BUSY_MAX_S` at most) through the levels, as on a host whose cores another process keeps
+busy: the event loop runs late, and the server's deadline must still answer (a shed 429 or a
+fail-safe route) before Envoy's message timeout, whose margin over the deadline is sized for
+this (ops/envoy_config.py ANSWER_MARGIN_S). A 504 there is an error like any other 5xx.
 """
 
 from __future__ import annotations
@@ -33,17 +40,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import io
 import itertools
 import json
 import os
 import re
 import struct
+import subprocess
 import sys
 import time
 import urllib.request
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +66,7 @@ from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides 
 REQUESTS = REPO / "policies" / "examples" / "requests"
 POLICY = REPO / "policies" / "default.yaml"
 REQUEST_TIMEOUT_S = 30.0
+BUSY_MAX_S = 600.0  # a spinning process ends itself by then, even if this script was killed
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,19 +404,20 @@ async def drive(stack: Stack, args: argparse.Namespace) -> list[Level]:
     busiest = max(args.levels, default=10)
     await run_level(host, port, payloads, Level(clients=busiest, duration_s=args.warmup_s), max_requests=5000)
     levels = []
-    for clients in args.levels:
-        level = Level(clients=clients, duration_s=args.duration)
-        level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
-        level.rss_peak_before_mib = peak_rss_mib(pid)
-        fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
-        latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
-        level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
-        await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
-        level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
-        level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
-        level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
-        levels.append(level)
-        print_level(level, args.rss_bound_mib)
+    with busy_cores(args.busy_cores):
+        for clients in args.levels:
+            level = Level(clients=clients, duration_s=args.duration)
+            level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
+            level.rss_peak_before_mib = peak_rss_mib(pid)
+            fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
+            latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
+            level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
+            await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
+            level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
+            level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
+            level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
+            levels.append(level)
+            print_level(level, args.rss_bound_mib)
     return levels
 
 
@@ -448,6 +459,20 @@ def failures(levels: list[Level], bound: float) -> list[str]:
     return problems
 
 
+@contextlib.contextmanager
+def busy_cores(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`count` processes spinning on the CPU (the busy host), stopped on leaving."""
+    spin = f"import time\nend = time.monotonic() + {BUSY_MAX_S}\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait(timeout=10)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--short", action="store_true", help="CI mode: 3 s per level, 2 s warm-up")
@@ -460,6 +485,9 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=None,
         help="allowed RSS rise per level above the earlier peak (default 64; 128 with --short)",
+    )
+    parser.add_argument(
+        "--busy-cores", type=int, default=0, help="keep this many cores busy with other processes through the levels"
     )
     parser.add_argument("--policy", type=Path, default=POLICY)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
@@ -474,7 +502,11 @@ def main(argv: list[str] | None = None) -> int:
         # concurrent image decodes that a 3 s level then sets: one CI run, no leak, rose 83 MiB.
         # A leak of what a request holds (a decoded image, a body) shows in hundreds of MiB.
         args.rss_bound_mib = 128.0 if args.short else 64.0
-    print(f"load: levels={args.levels} duration={args.duration}s per level, policy={args.policy}", flush=True)
+    print(
+        f"load: levels={args.levels} duration={args.duration}s per level, policy={args.policy}, "
+        f"busy_cores={args.busy_cores}",
+        flush=True,
+    )
     lines: list[str] = []
     stack = Stack(stack_config(args.policy), sink=lines.append)
     try:

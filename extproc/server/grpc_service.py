@@ -100,6 +100,7 @@ class _Stream:
     body: bytearray = field(default_factory=bytearray)
     client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
     started: float = 0.0
+    received: float | None = None  # time.monotonic() at the latest message: the request deadline counts from it
     trace: StreamTrace | None = None  # only while tracing is on
     tenant: dict[str, str] = field(default_factory=dict)  # the cache's tenant headers, from metadata
     cache_control: str = ""
@@ -157,6 +158,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                         return
                     continue
                 started = time.perf_counter()
+                stream.received = time.monotonic()
                 if not stream.started:
                     stream.started = started
                     if tracer is not None:
@@ -320,7 +322,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if trace is not None:
             trace.route_started = time.perf_counter()
         try:
-            outcome = await router.route(body, path=stream.path, request_id=stream.request_id)
+            outcome = await router.route(body, path=stream.path, request_id=stream.request_id, received=stream.received)
         except Exception:
             if trace is not None:
                 trace.failure = "internal_error"

@@ -84,9 +84,11 @@ class CountingRouter(Router):
 
     calls: list[str]
 
-    async def route(self, body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def route(
+        self, body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         self.calls.append(path)
-        return await super().route(body, path=path, request_id=request_id)
+        return await super().route(body, path=path, request_id=request_id, received=received)
 
 
 def make_router(settings: Settings, policy: str = POLICY) -> CountingRouter:
@@ -270,7 +272,9 @@ async def test_debug_header_ignored_when_settings_disable_it() -> None:
 
 
 def crash_on_route(router: CountingRouter) -> None:
-    async def boom(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def boom(
+        body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         raise RuntimeError("boom")
 
     router.route = boom  # type: ignore[method-assign]
