@@ -60,6 +60,7 @@ from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
 from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.server import mutations
+from extproc.server.loop_lag import LoopLag
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup, SemanticCache
@@ -100,7 +101,8 @@ class _Stream:
     body: bytearray = field(default_factory=bytearray)
     client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
     started: float = 0.0
-    received: float | None = None  # time.monotonic() at the latest message: the request deadline counts from it
+    # time.monotonic() when the latest message arrived (read, less the loop's lateness): the deadline's start
+    received: float | None = None
     trace: StreamTrace | None = None  # only while tracing is on
     tenant: dict[str, str] = field(default_factory=dict)  # the cache's tenant headers, from metadata
     cache_control: str = ""
@@ -139,6 +141,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         self.observer = observer  # metrics and the decision log; None: nothing recorded
         self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
         self.cache = cache  # the semantic cache; None: no lookups, no stores
+        # How late the loop runs (started by the server): a message has waited about that long
+        # already when it is read, so its request deadline counts from then (server/loop_lag.py).
+        self.loop_lag = LoopLag()
         self.in_flight = 0
         self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
         self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
@@ -158,7 +163,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                         return
                     continue
                 started = time.perf_counter()
-                stream.received = time.monotonic()
+                stream.received = time.monotonic() - self.loop_lag.estimate()
                 if not stream.started:
                     stream.started = started
                     if tracer is not None:
