@@ -199,8 +199,9 @@ class LimitSettings(_Section):
 
 
 class DispatchSettings(_Section):
-    # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals; Envoy's
-    # ext_proc message_timeout (5 s in envoy/envoy.yaml) must stay above it.
+    # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals, counted from the
+    # message's arrival. Envoy's ext_proc message_timeout is rendered from it (plus a 2 s margin:
+    # ops/envoy_config.py ANSWER_MARGIN_S), so the server's overload answer comes first.
     request_deadline_ms: float = Field(default=4000.0, gt=0)
     executor_workers: int = Field(default=1, ge=1)
     torch_threads: int | None = Field(default=2, ge=1)
