@@ -90,7 +90,10 @@ class Level:
     requests: int = 0
     errors: int = 0
     status_5xx: int = 0
-    shed: int = 0  # 429 + Retry-After: the policy shed the request under overload
+    shed: int = 0  # 429 + Retry-After: the policy shed the request under overload (images), or the server
+    # read it too late to check it in time (any request: dispatch.shed_wait_ms)
+    shed_text: int = 0  # of which text requests
+    text_answered: int = 0  # text requests answered as expected: a server that sheds everything fails
     fail_safe: int = 0  # routed by a fail_safe decision (the server's vsr_failsafe_routes_total)
     misrouted: int = 0  # a passport at a model other than the restricted one
     text_requests: int = 0
@@ -314,13 +317,16 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
             level.statuses[str(status)] = level.statuses.get(str(status), 0) + 1
             if status >= 500:
                 level.status_5xx += 1
-            if status == 429 and payload.image:  # shed under overload: a right answer, counted apart
+            if status == 429:  # shed under overload: a right answer, counted apart
                 level.shed += 1
+                level.shed_text += not payload.image
                 continue
             if payload.restricted and status == 200 and upstream != "restricted_vlm":
                 level.misrouted += 1
                 if len(level.error_samples) < 5:
                     level.error_samples.append(f"{payload.name}: routed to {upstream}, not restricted_vlm")
+            if status == payload.expected and not payload.image:
+                level.text_answered += 1
             if status != payload.expected:
                 level.errors += 1
                 if len(level.error_samples) < 5:
@@ -427,7 +433,7 @@ def print_level(level: Level, bound: float) -> None:
     print(
         f"clients={level.clients:<4} duration={level.duration_s:.0f}s requests={level.requests} "
         f"(text {level.text_requests}, image {level.image_requests}) errors={level.errors} 5xx={level.status_5xx} "
-        f"shed={level.shed} fail_safe={level.fail_safe} misrouted={level.misrouted} "
+        f"shed={level.shed} (text {level.shed_text}) fail_safe={level.fail_safe} misrouted={level.misrouted} "
         f"p50={level.p50_ms:.1f}ms p99={level.p99_ms:.1f}ms req/s={level.rps:.0f} "
         f"rss_start={level.rss_start_mib:.1f}MiB rss_end={level.rss_end_mib:.1f}MiB "
         f"(growth {growth:+.1f}, over the earlier peak {over_peak:+.1f}, bound {bound:.0f}) "
@@ -456,6 +462,8 @@ def failures(levels: list[Level], bound: float) -> list[str]:
             problems.append(f"{where}: open fds {level.fds_start} -> {level.fds_end}")
         if level.requests == 0:
             problems.append(f"{where}: no requests completed")
+        elif level.text_requests and not level.text_answered:
+            problems.append(f"{where}: no text request was answered (all shed or failed)")
     return problems
 
 

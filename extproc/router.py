@@ -101,6 +101,23 @@ class Router:
         outcome.request_id = request_id
         return outcome
 
+    def shed_unread(self, *, waited_s: float, request_id: str | None = None) -> RoutingOutcome:
+        """The answer to a request the server read too late to check it in time (the event loop was
+        `waited_s` behind): 429 + Retry-After, as the policy's own shedding answers, never a route."""
+        policy = self._policy
+        retry = policy.spec.overload.retry_after_s
+        result = EngineResult(
+            action="reject",
+            decision="overloaded:server",
+            status=429,
+            message=f"The router is overloaded and could not check this request in time; retry in {retry} s.",
+            code="overloaded",
+            notes=[f"read {waited_s * 1000.0:.0f} ms after it arrived (the server is behind): shed unread"],
+            shed=True,
+            retry_after_s=retry,
+        )
+        return RoutingOutcome(result, policy.version, timings_ms={"total": 0.0}, request_id=request_id)
+
     async def route_request(
         self,
         request: RoutingRequest,

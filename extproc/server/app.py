@@ -78,7 +78,11 @@ class ExtProcServer:
         self.tracer = build_tracer(settings.tracing)  # None (the default): OpenTelemetry is not imported
         self.settler = heap.Settler()
         self.service = ExtProcService(
-            inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer, tracer=self.tracer
+            inference_paths=srv.inference_paths,
+            debug_headers=srv.debug_headers,
+            observer=observer,
+            tracer=self.tracer,
+            shed_wait_s=settings.dispatch.shed_wait_ms / 1000.0,
         )
         self.loop_lag = self.service.loop_lag
         self.health = HealthServicer()

@@ -134,6 +134,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         observer: Observer | None = None,
         tracer: StreamTracer | None = None,
         cache: SemanticCache | None = None,
+        shed_wait_s: float = 0.0,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
@@ -144,6 +145,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         # How late the loop runs (started by the server): a message has waited about that long
         # already when it is read, so its request deadline counts from then (server/loop_lag.py).
         self.loop_lag = LoopLag()
+        self.shed_wait_s = shed_wait_s  # a message read later than this after it arrived is shed; 0: never
         self.in_flight = 0
         self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
         self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
@@ -326,8 +328,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
         if trace is not None:
             trace.route_started = time.perf_counter()
+        waited = time.monotonic() - stream.received if stream.received is not None else 0.0
         try:
-            outcome = await router.route(body, path=stream.path, request_id=stream.request_id, received=stream.received)
+            if self.shed_wait_s and waited > self.shed_wait_s:
+                outcome = router.shed_unread(waited_s=waited, request_id=stream.request_id)
+            else:
+                outcome = await router.route(
+                    body, path=stream.path, request_id=stream.request_id, received=stream.received
+                )
         except Exception:
             if trace is not None:
                 trace.failure = "internal_error"

@@ -74,3 +74,6 @@ def test_the_load_check_flags_what_it_guards_against() -> None:
     assert "passport" in load.failures([level(misrouted=1)], 128.0)[0]
     assert "open fds" in load.failures([level(fds_end=60)], 128.0)[0]
     assert "no requests" in load.failures([level(requests=0)], 128.0)[0]
+    # Shedding is a right answer under overload, but not for every text request.
+    assert "no text request was answered" in load.failures([level(text_requests=40, shed=40)], 128.0)[0]
+    assert load.failures([level(text_requests=40, shed=39, text_answered=1)], 128.0) == []

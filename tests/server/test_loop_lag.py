@@ -4,11 +4,15 @@ request deadline ends about when Envoy's message timeout (sized from it) says it
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from extproc.router import Router
 from extproc.server.loop_lag import LoopLag
+from extproc.settings import Settings
 from tests.server.test_grpc_service import CHAT, Harness, body_only_msg, chat, start
 
 
@@ -50,7 +54,10 @@ async def test_the_servicer_counts_the_deadline_from_the_dated_back_arrival() ->
 
         router.route = route  # type: ignore[method-assign]
 
-    server, channel = await start(adapt=capture)
+    def never_shed(settings: Settings) -> None:
+        settings.dispatch.shed_wait_ms = 0.0
+
+    server, channel = await start(adapt=capture, configure=never_shed)
     try:
         harness = Harness(server, channel)
         await harness.exchange(body_only_msg(chat("find the bug")))
@@ -63,3 +70,30 @@ async def test_the_servicer_counts_the_deadline_from_the_dated_back_arrival() ->
     assert on_time is not None and late is not None
     assert on_time <= read_1 and read_1 - on_time < 10.0  # a live loop: about when it was read
     assert late <= read_2 - 10.0  # 10 s behind: the deadline started 10 s earlier
+
+
+async def test_a_message_read_too_late_is_shed_unread_and_counted() -> None:
+    server, channel = await start()
+    try:
+        harness = Harness(server, channel)
+        router = server.service.router
+        assert router is not None
+        calls = len(router.calls)  # type: ignore[attr-defined]
+        server.service.loop_lag = _Behind()  # type: ignore[assignment]
+        (reply,) = await harness.exchange(body_only_msg(chat("find the bug")))
+        immediate = reply.immediate_response
+        assert immediate.status.code == 429
+        assert json.loads(immediate.body)["error"]["code"] == "overloaded"
+        headers = {h.header.key: h.header.raw_value.decode() for h in immediate.headers.set_headers}
+        assert int(headers["retry-after"]) >= 1
+        assert len(router.calls) == calls  # type: ignore[attr-defined]  # never parsed, never routed
+        assert server.metrics is not None
+        exposition = generate_latest(server.metrics.registry).decode()
+        assert 'vsr_requests_shed_total{decision="server"} 1.0' in exposition
+        # Caught up: routed as usual.
+        server.service.loop_lag = LoopLag()
+        (reply,) = await harness.exchange(body_only_msg(chat("find the bug")))
+        assert not reply.HasField("immediate_response")
+    finally:
+        await channel.close()
+        await server.stop()
