@@ -135,7 +135,9 @@ class _Lines:
 
 
 def _cond_path(text: str) -> Path_:
-    """'all[1].not[0]' -> ('all', 1, 'not', 0)"""
+    """'all[1].not[0]' -> ('all', 1, 'not', 0); a rule that is one leaf ('when') -> ()"""
+    if text == "when":
+        return ()
     out: list[str | int] = []
     for part in text.replace("[", ".[").split("."):
         if not part:

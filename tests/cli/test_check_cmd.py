@@ -72,7 +72,7 @@ def test_check_reports_every_problem_in_one_run_without_loading_models(tmp_path:
     out = result.stdout
     assert "decisions[0].colour: error: unknown field" in out
     assert "decisions[2].priority: error: duplicate priority 50 (also decisions[1])" in out
-    assert "unknown signal 'jailbrake'; did you mean 'jailbreak'?" in out
+    assert "decisions[2].when: error: unknown signal 'jailbrake'; did you mean 'jailbreak'?" in out
     assert "decision 'never' can never be reached: decision 'code_review' has a higher priority" in out
     assert f"{policy}: 4 error(s)" in result.stderr
     # No model library was even imported (the builtin jailbreak signal is pattern-based; the
