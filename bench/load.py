@@ -393,7 +393,13 @@ def stack_config(policy: Path) -> StackConfig:
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
         upstream_overrides=loopback_overrides(policy),
-        env={"VSR_LOGGING__LEVEL": "WARNING", "VSR_SERVER__ADMIN_PORT": str(free_port())},
+        # Shed what the loop read too late (and date arrivals back by its lateness): under the busy
+        # cores' load, a 429 instead of Envoy's 504 (dispatch.shed_wait_ms, off by default).
+        env={
+            "VSR_LOGGING__LEVEL": "WARNING",
+            "VSR_SERVER__ADMIN_PORT": str(free_port()),
+            "VSR_DISPATCH__SHED_WAIT_MS": "1000",
+        },
         stream_delay_ms=5.0,
         start_timeout_s=180.0,
     )

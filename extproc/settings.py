@@ -203,10 +203,11 @@ class DispatchSettings(_Section):
     # message's arrival. Envoy's ext_proc message_timeout is rendered from it (plus a 2 s margin:
     # ops/envoy_config.py ANSWER_MARGIN_S), so the server's overload answer comes first.
     request_deadline_ms: float = Field(default=4000.0, gt=0)
-    # A message that waited longer than this on a busy event loop before the server read it is shed
-    # unread (429 + Retry-After, code overloaded): checked, its answer would come too late for Envoy's
-    # message timeout, and a cheap refusal lets the loop catch up (server/loop_lag.py). 0: never.
-    shed_wait_ms: float = Field(default=1000.0, ge=0)
+    # Set (> 0): the server measures how late its event loop runs, counts each request's deadline from
+    # the message's arrival dated back by that lateness, and sheds unread (429 + Retry-After, code
+    # overloaded) a message that waited longer than this before it was read: checked, its answer would
+    # come too late for Envoy's message timeout (server/loop_lag.py). 0 (the default): neither.
+    shed_wait_ms: float = Field(default=0.0, ge=0)
     executor_workers: int = Field(default=1, ge=1)
     torch_threads: int | None = Field(default=2, ge=1)
 

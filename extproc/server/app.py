@@ -143,7 +143,8 @@ class ExtProcServer:
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.port = self._server.add_insecure_port(f"{srv.grpc_host}:{srv.grpc_port}")
         await self._server.start()
-        self.loop_lag.start()  # the servicer dates each message's arrival back by the loop's lateness
+        if self.service.shed_wait_s:
+            self.loop_lag.start()  # the servicer dates each message's arrival back by the loop's lateness
         log.info("grpc listening", extra={"address": self.address, "max_message_bytes": limit})
         if self.decision_log is not None:
             self.decision_log.start()

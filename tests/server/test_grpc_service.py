@@ -320,9 +320,11 @@ async def test_large_image_sized_body_round_trips() -> None:
 def slow_down(router: CountingRouter) -> None:
     real = router.route
 
-    async def slow(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def slow(
+        body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         await asyncio.sleep(0.5)
-        return await real(body, path=path, request_id=request_id)
+        return await real(body, path=path, request_id=request_id, received=received)
 
     router.route = slow  # type: ignore[method-assign]
 

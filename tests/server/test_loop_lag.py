@@ -73,7 +73,10 @@ async def test_the_servicer_counts_the_deadline_from_the_dated_back_arrival() ->
 
 
 async def test_a_message_read_too_late_is_shed_unread_and_counted() -> None:
-    server, channel = await start()
+    def shed_after_1s(settings: Settings) -> None:
+        settings.dispatch.shed_wait_ms = 1000.0
+
+    server, channel = await start(configure=shed_after_1s)
     try:
         harness = Harness(server, channel)
         router = server.service.router
