@@ -3,6 +3,7 @@
     .venv/bin/python bench/load.py                    # full: 50 and 200 clients, 30 s each
     .venv/bin/python bench/load.py --short            # CI: 50 and 200 clients, 3 s each
     .venv/bin/python bench/load.py --levels 50,200,400 --duration 60 --json out.json
+    .venv/bin/python bench/load.py --short --busy-cores 2   # as CI: another process keeps 2 cores busy
 
 Starts the real stack on free loopback ports (demo upstreams, `extproc serve` with the
 default policy, Envoy from the wheel), warms it up, then runs each concurrency level for a
@@ -26,6 +27,12 @@ Exit status is 1 when any level saw an error, a 5xx, a misrouted passport, a lea
 RSS growth over `--rss-bound-mib` past the highest RSS seen before the level (OCR's memory arena
 is shrunk after large images and grows again, so RSS swings by ~100 MiB either way between
 levels without leaking; a leak shows as new high-water marks).
+
+`--busy-cores N` runs N spinning processes (same priority, each ending itself after
+`BUSY_MAX_S` at most) through the levels, as on a host whose cores another process keeps
+busy: the event loop runs late, and the server's deadline must still answer (a shed 429 or a
+fail-safe route) before Envoy's message timeout, whose margin over the deadline is sized for
+this (ops/envoy_config.py ANSWER_MARGIN_S). A 504 there is an error like any other 5xx.
 """
 
 from __future__ import annotations
@@ -33,17 +40,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import io
 import itertools
 import json
 import os
 import re
 import struct
+import subprocess
 import sys
 import time
 import urllib.request
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +66,7 @@ from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides 
 REQUESTS = REPO / "policies" / "examples" / "requests"
 POLICY = REPO / "policies" / "default.yaml"
 REQUEST_TIMEOUT_S = 30.0
+BUSY_MAX_S = 600.0  # a spinning process ends itself by then, even if this script was killed
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +90,10 @@ class Level:
     requests: int = 0
     errors: int = 0
     status_5xx: int = 0
-    shed: int = 0  # 429 + Retry-After: the policy shed the request under overload
+    shed: int = 0  # 429 + Retry-After: the policy shed the request under overload (images), or the server
+    # read it too late to check it in time (any request: dispatch.shed_wait_ms)
+    shed_text: int = 0  # of which text requests
+    text_answered: int = 0  # text requests answered as expected: a server that sheds everything fails
     fail_safe: int = 0  # routed by a fail_safe decision (the server's vsr_failsafe_routes_total)
     misrouted: int = 0  # a passport at a model other than the restricted one
     text_requests: int = 0
@@ -304,13 +317,16 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
             level.statuses[str(status)] = level.statuses.get(str(status), 0) + 1
             if status >= 500:
                 level.status_5xx += 1
-            if status == 429 and payload.image:  # shed under overload: a right answer, counted apart
+            if status == 429:  # shed under overload: a right answer, counted apart
                 level.shed += 1
+                level.shed_text += not payload.image
                 continue
             if payload.restricted and status == 200 and upstream != "restricted_vlm":
                 level.misrouted += 1
                 if len(level.error_samples) < 5:
                     level.error_samples.append(f"{payload.name}: routed to {upstream}, not restricted_vlm")
+            if status == payload.expected and not payload.image:
+                level.text_answered += 1
             if status != payload.expected:
                 level.errors += 1
                 if len(level.error_samples) < 5:
@@ -377,7 +393,13 @@ def stack_config(policy: Path) -> StackConfig:
         policy=policy,
         envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
         upstream_overrides=loopback_overrides(policy),
-        env={"VSR_LOGGING__LEVEL": "WARNING", "VSR_SERVER__ADMIN_PORT": str(free_port())},
+        # Shed what the loop read too late (and date arrivals back by its lateness): under the busy
+        # cores' load, a 429 instead of Envoy's 504 (dispatch.shed_wait_ms, off by default).
+        env={
+            "VSR_LOGGING__LEVEL": "WARNING",
+            "VSR_SERVER__ADMIN_PORT": str(free_port()),
+            "VSR_DISPATCH__SHED_WAIT_MS": "1000",
+        },
         stream_delay_ms=5.0,
         start_timeout_s=180.0,
     )
@@ -394,19 +416,20 @@ async def drive(stack: Stack, args: argparse.Namespace) -> list[Level]:
     busiest = max(args.levels, default=10)
     await run_level(host, port, payloads, Level(clients=busiest, duration_s=args.warmup_s), max_requests=5000)
     levels = []
-    for clients in args.levels:
-        level = Level(clients=clients, duration_s=args.duration)
-        level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
-        level.rss_peak_before_mib = peak_rss_mib(pid)
-        fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
-        latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
-        level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
-        await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
-        level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
-        level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
-        level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
-        levels.append(level)
-        print_level(level, args.rss_bound_mib)
+    with busy_cores(args.busy_cores):
+        for clients in args.levels:
+            level = Level(clients=clients, duration_s=args.duration)
+            level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
+            level.rss_peak_before_mib = peak_rss_mib(pid)
+            fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
+            latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
+            level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
+            await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
+            level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
+            level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
+            level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
+            levels.append(level)
+            print_level(level, args.rss_bound_mib)
     return levels
 
 
@@ -416,7 +439,7 @@ def print_level(level: Level, bound: float) -> None:
     print(
         f"clients={level.clients:<4} duration={level.duration_s:.0f}s requests={level.requests} "
         f"(text {level.text_requests}, image {level.image_requests}) errors={level.errors} 5xx={level.status_5xx} "
-        f"shed={level.shed} fail_safe={level.fail_safe} misrouted={level.misrouted} "
+        f"shed={level.shed} (text {level.shed_text}) fail_safe={level.fail_safe} misrouted={level.misrouted} "
         f"p50={level.p50_ms:.1f}ms p99={level.p99_ms:.1f}ms req/s={level.rps:.0f} "
         f"rss_start={level.rss_start_mib:.1f}MiB rss_end={level.rss_end_mib:.1f}MiB "
         f"(growth {growth:+.1f}, over the earlier peak {over_peak:+.1f}, bound {bound:.0f}) "
@@ -445,7 +468,23 @@ def failures(levels: list[Level], bound: float) -> list[str]:
             problems.append(f"{where}: open fds {level.fds_start} -> {level.fds_end}")
         if level.requests == 0:
             problems.append(f"{where}: no requests completed")
+        elif level.text_requests and not level.text_answered:
+            problems.append(f"{where}: no text request was answered (all shed or failed)")
     return problems
+
+
+@contextlib.contextmanager
+def busy_cores(count: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`count` processes spinning on the CPU (the busy host), stopped on leaving."""
+    spin = f"import time\nend = time.monotonic() + {BUSY_MAX_S}\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait(timeout=10)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,6 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="allowed RSS rise per level above the earlier peak (default 64; 128 with --short)",
     )
+    parser.add_argument(
+        "--busy-cores", type=int, default=0, help="keep this many cores busy with other processes through the levels"
+    )
     parser.add_argument("--policy", type=Path, default=POLICY)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
@@ -474,7 +516,11 @@ def main(argv: list[str] | None = None) -> int:
         # concurrent image decodes that a 3 s level then sets: one CI run, no leak, rose 83 MiB.
         # A leak of what a request holds (a decoded image, a body) shows in hundreds of MiB.
         args.rss_bound_mib = 128.0 if args.short else 64.0
-    print(f"load: levels={args.levels} duration={args.duration}s per level, policy={args.policy}", flush=True)
+    print(
+        f"load: levels={args.levels} duration={args.duration}s per level, policy={args.policy}, "
+        f"busy_cores={args.busy_cores}",
+        flush=True,
+    )
     lines: list[str] = []
     stack = Stack(stack_config(args.policy), sink=lines.append)
     try:

@@ -69,9 +69,20 @@ class Router:
         return previous
 
     async def route(
-        self, body: bytes, *, path: str = "/v1/chat/completions", request_id: str | None = None
+        self,
+        body: bytes,
+        *,
+        path: str = "/v1/chat/completions",
+        request_id: str | None = None,
+        received: float | None = None,
     ) -> RoutingOutcome:
+        """The outcome for one request body. `received`: when its message arrived (time.monotonic());
+        the request deadline counts from then, so the time the body waited and its parsing are
+        inside the deadline Envoy's message timeout is sized from (ops/envoy_config.py)."""
         started = time.perf_counter()
+        deadline = (
+            received if received is not None else time.monotonic()
+        ) + self.settings.dispatch.request_deadline_ms / 1000.0
         policy = self._policy  # one policy for the whole request, even across a reload
         try:
             request = parse_request(
@@ -86,17 +97,40 @@ class Router:
             return RoutingOutcome(
                 EngineResult.request_error(exc), policy.version, timings_ms={"total": elapsed_ms}, request_id=request_id
             )
-        outcome = await self.route_request(request, policy=policy, started=started)
+        outcome = await self.route_request(request, policy=policy, started=started, deadline=deadline)
         outcome.request_id = request_id
         return outcome
 
+    def shed_unread(self, *, waited_s: float, request_id: str | None = None) -> RoutingOutcome:
+        """The answer to a request the server read too late to check it in time (the event loop was
+        `waited_s` behind): 429 + Retry-After, as the policy's own shedding answers, never a route."""
+        policy = self._policy
+        retry = policy.spec.overload.retry_after_s
+        result = EngineResult(
+            action="reject",
+            decision="overloaded:server",
+            status=429,
+            message=f"The router is overloaded and could not check this request in time; retry in {retry} s.",
+            code="overloaded",
+            notes=[f"read {waited_s * 1000.0:.0f} ms after it arrived (the server is behind): shed unread"],
+            shed=True,
+            retry_after_s=retry,
+        )
+        return RoutingOutcome(result, policy.version, timings_ms={"total": 0.0}, request_id=request_id)
+
     async def route_request(
-        self, request: RoutingRequest, *, policy: CompiledPolicy | None = None, started: float | None = None
+        self,
+        request: RoutingRequest,
+        *,
+        policy: CompiledPolicy | None = None,
+        started: float | None = None,
+        deadline: float | None = None,
     ) -> RoutingOutcome:
         policy = policy or self._policy
         started = started if started is not None else time.perf_counter()
         parsed = time.perf_counter()
-        deadline = time.monotonic() + self.settings.dispatch.request_deadline_ms / 1000.0
+        if deadline is None:
+            deadline = time.monotonic() + self.settings.dispatch.request_deadline_ms / 1000.0
         dispatcher = Dispatcher(self.executor, policy.spec.signal_timeout_ms)
         try:
             results = await self._dispatch_lazily(policy, dispatcher, request, deadline)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from extproc.images import ImageLimits
 from extproc.protocol.request import API_PATHS
@@ -34,8 +34,11 @@ def _describe(exc: ValidationError, path: Path | str | None) -> str:
     source = f" (file {path} and VSR_* environment)" if path is not None else " (VSR_* environment)"
     lines = [f"invalid settings{source}:"]
     for err in exc.errors():
-        problem = "unknown setting" if err["type"] == "extra_forbidden" else err["msg"]
-        if not err["loc"]:  # a rule across sections: its message names the fields
+        problem = (
+            "unknown setting" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+        )
+        if not err["loc"] or (err["type"] == "value_error" and isinstance(err.get("input"), dict)):
+            # A rule over several settings (of a section, or across sections): its message names them.
             lines.append(f"  {problem}")
             continue
         dotted = ".".join(str(part) for part in err["loc"])
@@ -45,6 +48,47 @@ def _describe(exc: ValidationError, path: Path | str | None) -> str:
 
 
 SECRET_FIELDS = frozenset({"admin_token"})
+
+# OpenTelemetry's OTLP protocol names -> our exporters (the Python SDK has no http/json exporter).
+_OTLP_PROTOCOLS = {"grpc": "otlp_grpc", "http/protobuf": "otlp_http"}
+_OTEL_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _apply_otel_environment(data: dict[str, Any], env: Mapping[str, str]) -> None:
+    """Tracing as OpenTelemetry's standard variables ask, so an operator who sets them gets spans
+    without learning ours: an exporter (`OTEL_TRACES_EXPORTER=otlp|console`) or an OTLP endpoint
+    turns tracing on, unless `tracing.enabled` is set explicitly; the protocol picks the exporter,
+    unless `tracing.exporter` is set. `OTEL_SDK_DISABLED=true` and `OTEL_TRACES_EXPORTER=none`
+    turn it off whatever else says on. Nothing set: nothing changes (off, at no cost)."""
+    section = data.get("tracing")
+    if section is not None and not isinstance(section, dict):
+        return  # validation reports the section
+    section = dict(section or {})
+    exporters = [e.strip().lower() for e in env.get("OTEL_TRACES_EXPORTER", "").split(",") if e.strip()]
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or exporters == ["none"]:
+        data["tracing"] = {**section, "enabled": False}
+        return
+    if not exporters and not any(env.get(name) for name in _OTEL_ENDPOINTS):
+        return
+    wanted = sorted(set(exporters) - {"none"}) or ["otlp"]
+    if len(wanted) > 1 or wanted[0] not in ("otlp", "console"):
+        raise SettingsError(
+            f"OTEL_TRACES_EXPORTER={env['OTEL_TRACES_EXPORTER']!r}: this server exports to one of otlp, "
+            "console (or none)"
+        )
+    section.setdefault("enabled", True)
+    if "exporter" not in section:
+        if wanted[0] == "console":
+            section["exporter"] = "console"
+        else:
+            variable = next(
+                (v for v in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL") if env.get(v)), None
+            )
+            protocol = env[variable].strip().lower() if variable else "grpc"  # the Python SDK's default
+            if protocol not in _OTLP_PROTOCOLS:
+                raise SettingsError(f"{variable}={protocol!r}: use one of {', '.join(_OTLP_PROTOCOLS)}")
+            section["exporter"] = _OTLP_PROTOCOLS[protocol]
+    data["tracing"] = section
 
 
 def _redacted(loc: tuple[int | str, ...], value: Any) -> Any:
@@ -85,12 +129,20 @@ class ServerSettings(_Section):
     admin_token: SecretStr | None = None
     admin_token_file: Path | None = None
 
+    @field_validator("admin_token")
+    @classmethod
+    def _long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        if token is not None and len(token.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
+            raise ValueError(f"must be at least {MIN_ADMIN_TOKEN_CHARS} characters")
+        return token
+
     @model_validator(mode="after")
     def _one_token_source(self) -> ServerSettings:
         if self.admin_token is not None and self.admin_token_file is not None:
-            raise ValueError("set admin_token or admin_token_file, not both")
-        if self.admin_token is not None and len(self.admin_token.get_secret_value().strip()) < MIN_ADMIN_TOKEN_CHARS:
-            raise ValueError(f"admin_token must be at least {MIN_ADMIN_TOKEN_CHARS} characters")
+            raise ValueError(
+                "server.admin_token (VSR_SERVER__ADMIN_TOKEN) and server.admin_token_file "
+                "(VSR_SERVER__ADMIN_TOKEN_FILE) are both set: set one, not both"
+            )
         return self
 
     def admin_token_value(self) -> str | None:
@@ -147,9 +199,15 @@ class LimitSettings(_Section):
 
 
 class DispatchSettings(_Section):
-    # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals; Envoy's
-    # ext_proc message_timeout (5 s in envoy/envoy.yaml) must stay above it.
+    # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals, counted from the
+    # message's arrival. Envoy's ext_proc message_timeout is rendered from it (plus a 2 s margin:
+    # ops/envoy_config.py ANSWER_MARGIN_S), so the server's overload answer comes first.
     request_deadline_ms: float = Field(default=4000.0, gt=0)
+    # Set (> 0): the server measures how late its event loop runs, counts each request's deadline from
+    # the message's arrival dated back by that lateness, and sheds unread (429 + Retry-After, code
+    # overloaded) a message that waited longer than this before it was read: checked, its answer would
+    # come too late for Envoy's message timeout (server/loop_lag.py). 0 (the default): neither.
+    shed_wait_ms: float = Field(default=0.0, ge=0)
     executor_workers: int = Field(default=1, ge=1)
     torch_threads: int | None = Field(default=2, ge=1)
 
@@ -210,8 +268,13 @@ class ObservabilitySettings(_Section):
 
 
 class TracingSettings(_Section):
-    """OpenTelemetry traces of the ext_proc streams. The SDK also reads the standard OTEL_* variables
-    (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+    """OpenTelemetry traces of the ext_proc streams.
+
+    OpenTelemetry's own variables turn it on as they would any SDK (`_apply_otel_environment`):
+    `OTEL_TRACES_EXPORTER=otlp` (or `console`), or an `OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`,
+    with `OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL` choosing `grpc` or `http/protobuf`;
+    `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off, whatever else is set.
+    The SDK reads the rest (endpoint, _HEADERS, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
     OTEL_TRACES_SAMPLER, ...); a field set here wins over them."""
 
     enabled: bool = False  # off: nothing of OpenTelemetry is imported and the servicer keeps no trace state
@@ -317,6 +380,7 @@ class Settings(_Section):
                 node[parts[-1]] = yaml.safe_load(raw) if raw != "" else None
             except yaml.YAMLError:
                 node[parts[-1]] = raw  # not a YAML scalar: keep the text; validation says if it fits
+        _apply_otel_environment(data, env)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -74,6 +74,8 @@ def options_from_args(args: argparse.Namespace) -> EnvoyOptions:
         flow="three_messages" if getattr(args, "flow", "one-message") == "three-messages" else "one_message",
         cache=not getattr(args, "no_cache", False),
         tenant_headers=tuple(h.lower() for h in getattr(args, "tenant_header", None) or ["authorization"]),
+        # Envoy's message timeout is sized from the server's deadline (these settings: file and VSR_*).
+        request_deadline_ms=load_settings(args).dispatch.request_deadline_ms,
     )
 
 

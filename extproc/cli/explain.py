@@ -50,6 +50,12 @@ async def _explain_all(router: Router, args: argparse.Namespace) -> int:
         # Without --path the parser tells the API from the body (messages / input / prompt).
         outcome = await router.route(body, path=args.path or "")
         outcome.cache = explained(outcome, router.policy.spec)
+        if outcome.action == "error" and outcome.request is None:
+            # The file is not a request the router can read (bad JSON, wrong shape): a failed run,
+            # though the answer Envoy would send for it (a 400) is still shown.
+            problem = outcome.error.message if outcome.error is not None else outcome.message
+            print(f"{name}: not a valid request: {problem}", file=sys.stderr)
+            status = 1
         if args.json:
             print(json.dumps({"file": name, **outcome.to_dict()}, ensure_ascii=False))
         else:
@@ -97,4 +103,3 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
         lines.append(f"  note: {note}")
     lines.append(f"  timings: {data['trace']['timings_ms']}")
     return "\n".join(lines) + "\n"
-

@@ -28,7 +28,11 @@ class ModelUnavailable(Exception):
 
 
 class ModelRegistry:
-    def __init__(self) -> None:
+    def __init__(self, *, load: bool = True, not_loaded: str = "models are not loaded") -> None:
+        """`load=False`: a registry that loads nothing (`extproc check` without `--models`): every
+        model is unavailable with the reason `not_loaded`, and no loader runs."""
+        self._load = load
+        self._not_loaded = not_loaded
         self._models: dict[str, Any] = {}
         self._status: dict[str, ModelStatus] = {}
         self._lock = threading.Lock()
@@ -48,6 +52,8 @@ class ModelRegistry:
             status = self._status.get(name)
             if status is not None and not status.loaded:
                 raise ModelUnavailable(status.detail)
+            if not self._load:
+                raise ModelUnavailable(self._not_loaded)
             try:
                 model = loader()
             except ModelUnavailable as exc:

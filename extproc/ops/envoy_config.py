@@ -33,6 +33,7 @@ from extproc.protocol.request import API_PATHS
 from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
 from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
+from extproc.settings import DispatchSettings
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
 # the library's, not ours, and would otherwise flood every test run.
@@ -197,6 +198,31 @@ class EnvoyTracing:
     sample_percent: float = 100.0  # of requests without a sampled parent (a client's sampled flag wins)
 
 
+DEFAULT_REQUEST_DEADLINE_MS = float(DispatchSettings.model_fields["request_deadline_ms"].default)
+# What Envoy's message timeout allows past the server's request deadline. The deadline counts from
+# the message's arrival at the servicer; the margin covers the rest: the body's transfer both ways,
+# the decision and body rewrite after the signals, and the event loop running late when the host's
+# cores are busy (bench/load.py --short --busy-cores 2: the 1 s margin of a 4 s deadline under a
+# 5 s timeout let image and text requests reach Envoy's 504).
+ANSWER_MARGIN_S = 2.0
+
+
+def message_timeout_s(options: EnvoyOptions) -> float:
+    """The ext_proc message timeout to render: the server's deadline plus the answer margin, or the
+    explicit value once checked to leave that margin (ValueError otherwise)."""
+    deadline_s = options.request_deadline_ms / 1000.0
+    if options.message_timeout_s is None:
+        return deadline_s + ANSWER_MARGIN_S
+    if options.message_timeout_s < deadline_s + ANSWER_MARGIN_S and not options.allow_short_message_timeout:
+        raise ValueError(
+            f"ext_proc message timeout {options.message_timeout_s:g} s leaves "
+            f"{options.message_timeout_s - deadline_s:g} s past the server's request deadline "
+            f"(dispatch.request_deadline_ms {options.request_deadline_ms:g}); it needs at least "
+            f"{ANSWER_MARGIN_S:g} s, or Envoy answers 504 before the server can shed or route fail-safe"
+        )
+    return options.message_timeout_s
+
+
 @dataclass(frozen=True, slots=True)
 class EnvoyOptions:
     listener_host: str = "127.0.0.1"
@@ -208,9 +234,15 @@ class EnvoyOptions:
     # Buffer for the whole request body (Envoy buffers it for the ext_proc body phase): a
     # 16 MB image is ~21.3 MB of base64, so 24 MiB of body plus headroom; larger gets 413.
     buffer_limit_bytes: int = 26 * MiB
-    # Per ext_proc message. Image requests run OCR and a vision encoder (~1 s on 2 CPU cores)
-    # under the router's own 4 s deadline (dispatch.request_deadline_ms): stay above it.
-    message_timeout_s: float = 5.0
+    # Per ext_proc message: how long Envoy waits for the server's answer before its 504. The server
+    # answers first, by its own request deadline (shed 429 or fail-safe route); None: that deadline
+    # plus ANSWER_MARGIN_S. A value given here must leave that margin (render refuses it otherwise).
+    message_timeout_s: float | None = None
+    # The server's dispatch.request_deadline_ms, which the message timeout is sized from (the stack
+    # and `extproc envoy-config` pass the server's own setting).
+    request_deadline_ms: float = DEFAULT_REQUEST_DEADLINE_MS
+    # Render a message timeout shorter than that (only to test what Envoy does when it fires).
+    allow_short_message_timeout: bool = False
     route_timeout_s: float = 300.0  # generations can be long; 0 disables
     max_downstream_connections: int = 50_000
     failure_mode_allow: bool = False
@@ -226,8 +258,10 @@ class EnvoyOptions:
     # Off by default (None). Set: Envoy traces requests and exports to the collector cluster.
     tracing: EnvoyTracing | None = None
     # One-message flow: copy a client's traceparent/tracestate into the vsr.request metadata sent to
-    # the server (its spans join the client's trace without Envoy's tracing); the headers stay.
-    forward_trace_context: bool = False
+    # the server (its spans join the client's trace without Envoy's tracing); the headers stay. On by
+    # default, so that a server traced through the OTEL_* variables joins the caller's trace with no
+    # render option; a request without the headers costs nothing (the rule matches no header).
+    forward_trace_context: bool = True
     # One-message flow: the semantic cache's store phase (a second ext_proc filter in observability
     # mode, on routes whose decision metadata carries a store ticket) and the request headers that
     # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
@@ -415,7 +449,7 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
             request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
             response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
         ),
-        message_timeout=_duration(options.message_timeout_s),
+        message_timeout=_duration(message_timeout_s(options)),
         stat_prefix="vsr",
     )
     if one:
@@ -449,7 +483,7 @@ def cache_store_filter(options: EnvoyOptions) -> HttpFilter:
             response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
         ),
         response_attributes=list(RESPONSE_ATTRIBUTES),
-        message_timeout=_duration(options.message_timeout_s),
+        message_timeout=_duration(message_timeout_s(options)),
         stat_prefix="vsr_cache",
         metadata_options=MetadataOptions(
             forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
@@ -467,7 +501,7 @@ def tool_rules_filter(options: EnvoyOptions) -> HttpFilter:
         failure_mode_allow=options.failure_mode_allow,
         status_on_error=HttpStatus(code=StatusCode(options.status_on_error)),
         processing_mode=_respond_mode(None),
-        message_timeout=_duration(options.message_timeout_s),
+        message_timeout=_duration(message_timeout_s(options)),
         stat_prefix="vsr_tools",
         metadata_options=MetadataOptions(
             forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
@@ -1040,7 +1074,8 @@ _COMMENTS: dict[str, str] = {
     ),
     "message_timeout": (
         "Per ext_proc message. Envoy's 200 ms default breaks image requests (OCR + vision encoder);\n"
-        "keep it above the router's own per-request deadline (dispatch.request_deadline_ms)."
+        "sized from the server's request deadline (dispatch.request_deadline_ms) plus a margin, so that\n"
+        "the server's own overload answer (429, or a fail-safe route) comes first."
     ),
     "allow_mode_override": "Lets the server turn off body/response processing for paths it does not route.",
     "request_attributes": "What the skipped headers would tell the server: the path (which API) and the request id.",
@@ -1096,6 +1131,7 @@ def render(
 ) -> tuple[str, str]:
     """(envoy.yaml, ext_proc_filter.yaml) text for a policy."""
     options = options or EnvoyOptions()
+    message_timeout_s(options)  # refuse a timeout the server's deadline cannot answer within, first
     if not options.plugin_headers:
         options = replace(options, plugin_headers=plugin_header_names(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)

@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -36,6 +36,7 @@ from extproc.ops.envoy_config import (
     upstreams_from_policy,
 )
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
+from extproc.settings import Settings
 
 _HANDED_OUT: set[int] = set()
 _PORT_LOCK = threading.Lock()
@@ -162,7 +163,7 @@ class Stack:
         if cfg.envoy_config is not None:
             config_path = cfg.envoy_config
         else:
-            full, _ = render(cfg.policy, cfg.envoy, cfg.upstream_overrides)
+            full, _ = render(cfg.policy, self.envoy_options(), cfg.upstream_overrides)
             config_path = Path(self._tmp.name) / "envoy.yaml"
             config_path.write_text(full, encoding="utf-8")
         self.envoy_config_path = config_path
@@ -185,17 +186,29 @@ class Stack:
         """Start the ext_proc server and wait for gRPC health SERVING (also to restart it)."""
         cfg = self.config
         deadline = deadline if deadline is not None else time.monotonic() + cfg.start_timeout_s
-        env = {
-            "VSR_POLICY_PATH": str(cfg.policy),
-            "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
-            "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
-            **cfg.env,
-        }
+        env = self.server_environment()
         cmd = [sys.executable, "-m", "extproc"]
         if cfg.settings_file is not None:
             cmd += ["--settings", str(cfg.settings_file)]
         self._spawn("extproc", [*cmd, "serve"], env)
         self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+
+    def server_environment(self) -> dict[str, str]:
+        """The VSR_* settings the ext_proc server is started with, over this process's environment."""
+        cfg = self.config
+        return {
+            "VSR_POLICY_PATH": str(cfg.policy),
+            "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
+            "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
+            **cfg.env,
+        }
+
+    def envoy_options(self) -> EnvoyOptions:
+        """The render options, with the request deadline the server will run with (its settings file
+        and environment), so that Envoy's message timeout is sized from it (a too short explicit
+        one is refused at render, before anything serves)."""
+        settings = Settings.load(self.config.settings_file, environ={**os.environ, **self.server_environment()})
+        return replace(self.config.envoy, request_deadline_ms=settings.dispatch.request_deadline_ms)
 
     def stop(self) -> None:
         """Envoy first, then the server (SIGTERM: it drains), then the upstreams."""

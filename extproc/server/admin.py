@@ -73,8 +73,13 @@ def json_response(status: int, data: Any) -> Response:
     return Response(status, json.dumps(data, ensure_ascii=False, indent=None, default=str).encode() + b"\n")
 
 
+def error_code(status: int) -> str:
+    """An HTTP status as an error code, snake_case like every other code we send: `not_found`."""
+    return REASONS.get(status, "error").lower().replace(" ", "_")
+
+
 def _error(status: int, message: str) -> Response:
-    return json_response(status, {"error": {"message": message, "code": REASONS.get(status, "error").lower()}})
+    return json_response(status, {"error": {"message": message, "code": error_code(status)}})
 
 
 Handler = Callable[[bytes, dict[str, list[str]], dict[str, str]], Awaitable[Response]]

@@ -78,8 +78,13 @@ class ExtProcServer:
         self.tracer = build_tracer(settings.tracing)  # None (the default): OpenTelemetry is not imported
         self.settler = heap.Settler()
         self.service = ExtProcService(
-            inference_paths=srv.inference_paths, debug_headers=srv.debug_headers, observer=observer, tracer=self.tracer
+            inference_paths=srv.inference_paths,
+            debug_headers=srv.debug_headers,
+            observer=observer,
+            tracer=self.tracer,
+            shed_wait_s=settings.dispatch.shed_wait_ms / 1000.0,
         )
+        self.loop_lag = self.service.loop_lag
         self.health = HealthServicer()
         self.port: int | None = None
         self._server: Any = None
@@ -138,6 +143,8 @@ class ExtProcServer:
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.port = self._server.add_insecure_port(f"{srv.grpc_host}:{srv.grpc_port}")
         await self._server.start()
+        if self.service.shed_wait_s:
+            self.loop_lag.start()  # the servicer dates each message's arrival back by the loop's lateness
         log.info("grpc listening", extra={"address": self.address, "max_message_bytes": limit})
         if self.decision_log is not None:
             self.decision_log.start()
@@ -231,6 +238,7 @@ class ExtProcServer:
             await self.admin.stop()
         if self.tracer is not None:
             await asyncio.to_thread(self.tracer.shutdown)  # export what is still queued
+        await self.loop_lag.stop()
         log.info("stopped")
 
     async def run(self) -> int:

@@ -60,6 +60,7 @@ from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
 from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.server import mutations
+from extproc.server.loop_lag import LoopLag
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup, SemanticCache
@@ -100,6 +101,8 @@ class _Stream:
     body: bytearray = field(default_factory=bytearray)
     client_headers: dict[str, str] = field(default_factory=dict)  # what the response phase adds
     started: float = 0.0
+    # time.monotonic() when the latest message arrived (read, less the loop's lateness): the deadline's start
+    received: float | None = None
     trace: StreamTrace | None = None  # only while tracing is on
     tenant: dict[str, str] = field(default_factory=dict)  # the cache's tenant headers, from metadata
     cache_control: str = ""
@@ -131,6 +134,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         observer: Observer | None = None,
         tracer: StreamTracer | None = None,
         cache: SemanticCache | None = None,
+        shed_wait_s: float = 0.0,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
@@ -138,6 +142,10 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         self.observer = observer  # metrics and the decision log; None: nothing recorded
         self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
         self.cache = cache  # the semantic cache; None: no lookups, no stores
+        # How late the loop runs (started by the server): a message has waited about that long
+        # already when it is read, so its request deadline counts from then (server/loop_lag.py).
+        self.loop_lag = LoopLag()
+        self.shed_wait_s = shed_wait_s  # a message read later than this after it arrived is shed; 0: never
         self.in_flight = 0
         self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
         self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
@@ -157,6 +165,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                         return
                     continue
                 started = time.perf_counter()
+                stream.received = time.monotonic() - self.loop_lag.estimate()
                 if not stream.started:
                     stream.started = started
                     if tracer is not None:
@@ -319,8 +328,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
         if trace is not None:
             trace.route_started = time.perf_counter()
+        waited = time.monotonic() - stream.received if stream.received is not None else 0.0
         try:
-            outcome = await router.route(body, path=stream.path, request_id=stream.request_id)
+            if self.shed_wait_s and waited > self.shed_wait_s:
+                outcome = router.shed_unread(waited_s=waited, request_id=stream.request_id)
+            else:
+                outcome = await router.route(
+                    body, path=stream.path, request_id=stream.request_id, received=stream.received
+                )
         except Exception:
             if trace is not None:
                 trace.failure = "internal_error"

@@ -14,8 +14,8 @@ DEFAULT = ROOT / "policies" / "default.yaml"
 REQUESTS = ROOT / "policies" / "examples" / "requests"
 
 
-def explain_json(capsys: pytest.CaptureFixture[str], *files: Path) -> list[dict[str, object]]:
-    assert main(["explain", "--policy", str(DEFAULT), "--json", *map(str, files)]) == 0
+def explain_json(capsys: pytest.CaptureFixture[str], *files: Path, status: int = 0) -> list[dict[str, object]]:
+    assert main(["explain", "--policy", str(DEFAULT), "--json", *map(str, files)]) == status
     return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
 
 
@@ -69,6 +69,6 @@ def test_explain_table_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_reports_bad_input_without_crashing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    (result,) = explain_json(capsys, bad)
+    (result,) = explain_json(capsys, bad, status=1)  # still explained, but the run failed
     assert result["action"] == "error" and result["status"] == 400
     assert result["error"]["code"] == "invalid_json"  # type: ignore[index]

@@ -51,3 +51,27 @@ def test_the_cli_reports_bad_settings_without_a_traceback(
     broken.write_text("server: [unclosed\n")
     assert main(["--settings", str(broken), "check", "policies/default.yaml"]) == 2
     assert "not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected", "not_expected"),
+    [
+        # A rule on one setting names that setting, not its section (and never shows the secret).
+        (
+            {"VSR_SERVER__ADMIN_TOKEN": "short"},
+            "server.admin_token (VSR_SERVER__ADMIN_TOKEN): must be at least 16 characters",
+            "server (VSR_SERVER)",
+        ),
+        # A rule over two settings names both, without dumping the section's values.
+        (
+            {"VSR_SERVER__ADMIN_TOKEN": "a" * 20, "VSR_SERVER__ADMIN_TOKEN_FILE": "/nonexistent"},
+            "server.admin_token (VSR_SERVER__ADMIN_TOKEN) and server.admin_token_file",
+            "aaaaaaaaaaaaaaaaaaaa",
+        ),
+    ],
+)
+def test_a_bad_setting_is_named_not_its_section(environ: dict[str, str], expected: str, not_expected: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.load(None, environ=environ)
+    assert expected in str(caught.value)
+    assert not_expected not in str(caught.value) and "Value error" not in str(caught.value)

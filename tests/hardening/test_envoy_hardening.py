@@ -386,7 +386,9 @@ def test_message_timeout(allow: bool) -> None:
     unclassified to the default route (client routing headers were already stripped at the
     headers phase, so the spoof is not obeyed). Small text requests still route normally."""
     config = stack_config()
-    config.envoy = dataclasses.replace(config.envoy, failure_mode_allow=allow, message_timeout_s=0.02)
+    config.envoy = dataclasses.replace(
+        config.envoy, failure_mode_allow=allow, message_timeout_s=0.02, allow_short_message_timeout=True
+    )
     stack = LoggedStack(config)
     stack.start()
     try:

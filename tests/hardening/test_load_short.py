@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 def test_short_load_has_no_errors_no_5xx_no_leaks(tmp_path: Path) -> None:
     out = tmp_path / "load.json"
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "load.py"), "--short", "--json", str(out)],
+        # Two other processes keep the host's cores busy: the loop runs late, and the server's own
+        # overload answers (429, fail-safe) must still come before Envoy's message timeout (no 504).
+        [sys.executable, str(REPO / "bench" / "load.py"), "--short", "--busy-cores", "2", "--json", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -50,6 +52,7 @@ def test_short_load_has_no_errors_no_5xx_no_leaks(tmp_path: Path) -> None:
         "req/s=",
         "shed=",
         "fail_safe=",
+        "busy_cores=2",
     ):
         assert line in run.stdout
 
@@ -71,3 +74,6 @@ def test_the_load_check_flags_what_it_guards_against() -> None:
     assert "passport" in load.failures([level(misrouted=1)], 128.0)[0]
     assert "open fds" in load.failures([level(fds_end=60)], 128.0)[0]
     assert "no requests" in load.failures([level(requests=0)], 128.0)[0]
+    # Shedding is a right answer under overload, but not for every text request.
+    assert "no text request was answered" in load.failures([level(text_requests=40, shed=40)], 128.0)[0]
+    assert load.failures([level(text_requests=40, shed=39, text_answered=1)], 128.0) == []

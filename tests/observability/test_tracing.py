@@ -495,6 +495,95 @@ def test_envoy_tracing_joins_the_server_spans_to_the_request_trace(
     assert {s[2] for s in (root, egress, ingress)} == {CLIENT_TRACE}
 
 
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_standard_otel_variables_alone_trace_a_stack_under_the_callers_trace(
+    tmp_path: Path, receiver: tuple[Receiver, int]
+) -> None:
+    """What an operator does: the OTEL_* variables on a stack started like `make run` (default
+    render options, no Envoy tracing, no VSR_TRACING__*), and a client that sends traceparent."""
+    from tests.integration.conftest import running_stack, stack_config
+
+    collector, port = receiver
+    policy = tmp_path / "keywords.yaml"
+    policy.write_text(POLICY.replace("upstream_model:", "address: '127.0.0.1:9', upstream_model:"))  # overridden
+    config = stack_config(
+        policy,
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+        OTEL_SERVICE_NAME="vsr-otel-env",
+        OTEL_BSP_SCHEDULE_DELAY="100",
+    )
+    assert config.envoy.tracing is None and not any(k.startswith("VSR_TRACING") for k in config.env)
+    with running_stack(config) as stack:
+        reply = httpx.post(
+            stack.base_url + "/v1/chat/completions",
+            content=chat("find the bug"),
+            headers={"content-type": "application/json", "traceparent": traceparent()},
+            timeout=30,
+        )
+        assert reply.status_code == 200 and reply.headers["x-vsr-decision"] == "code_security_review"
+        spans = collector.wait_for(lambda s: any(span[1] == ROOT_SPAN for span in s), timeout=20)
+    ours = [s for s in spans if s[0] == "vsr-otel-env"]
+    [root] = [s for s in ours if s[1] == ROOT_SPAN]
+    assert root[2] == CLIENT_TRACE and root[4] == CLIENT_SPAN  # hangs under the caller's span
+    assert {name for _, name, *_ in ours} >= {ROOT_SPAN, "vsr.parse", "vsr.signals", "vsr.decide"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "enabled", "exporter"),
+    [
+        ({}, False, "otlp_grpc"),  # nothing set: off, as before
+        ({"OTEL_TRACES_EXPORTER": "otlp"}, True, "otlp_grpc"),  # the Python SDK's default protocol
+        ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, True, "otlp_http"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, True, "otlp_grpc"),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            },
+            True,
+            "otlp_http",
+        ),  # the traces-specific variable wins
+        ({"OTEL_TRACES_EXPORTER": "console"}, True, "console"),
+        # Off switches win over everything, ours included.
+        ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, False, "otlp_grpc"),
+        ({"VSR_TRACING__ENABLED": "true", "OTEL_SDK_DISABLED": "TRUE"}, False, "otlp_grpc"),
+        ({"VSR_TRACING__ENABLED": "true", "OTEL_TRACES_EXPORTER": "none"}, False, "otlp_grpc"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_TRACES_EXPORTER": "none"}, False, "otlp_grpc"),
+        # What our settings say explicitly wins over the OTEL_* defaults.
+        ({"OTEL_TRACES_EXPORTER": "otlp", "VSR_TRACING__ENABLED": "false"}, False, "otlp_grpc"),
+        ({"OTEL_TRACES_EXPORTER": "otlp", "VSR_TRACING__EXPORTER": "console"}, True, "console"),
+        ({"OTEL_SDK_DISABLED": "false", "OTEL_TRACES_EXPORTER": "otlp"}, True, "otlp_grpc"),
+    ],
+)
+def test_the_standard_otel_variables_turn_tracing_on_and_off(
+    environ: dict[str, str], enabled: bool, exporter: str
+) -> None:
+    tracing = Settings.load(None, environ=environ).tracing
+    assert (tracing.enabled, tracing.exporter) == (enabled, exporter)
+    if not enabled:
+        assert build_tracer(tracing) is None  # off: no tracer, nothing of OpenTelemetry imported for it
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER='zipkin'"),
+        ({"OTEL_TRACES_EXPORTER": "otlp,console"}, "OTEL_TRACES_EXPORTER='otlp,console'"),
+        ({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "OTEL_EXPORTER_OTLP_PROTOCOL"),
+    ],
+)
+def test_an_otel_variable_we_cannot_honour_is_a_clear_error(environ: dict[str, str], named: str) -> None:
+    from extproc.settings import SettingsError
+
+    with pytest.raises(SettingsError, match=named.replace("(", r"\(")) as caught:
+        Settings.load(None, environ=environ)
+    assert "Traceback" not in str(caught.value)
+
+
 def test_tracing_settings_reject_a_bad_ratio() -> None:
     from extproc.settings import SettingsError
 
@@ -515,6 +604,14 @@ async def test_finish_never_raises(traced: Traced) -> None:
 # -- the Envoy option -----------------------------------------------------------------------------
 
 
+def _copied_trace_rules(full: str) -> dict[str, Any]:
+    import yaml
+
+    hcm = yaml.safe_load(full)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    rules = hcm["http_filters"][0]["typed_config"]["request_rules"]
+    return {r["header"]: r for r in rules if r["header"] in ("traceparent", "tracestate")}
+
+
 def test_envoy_tracing_option_renders_a_valid_config_and_is_off_by_default(tmp_path: Path) -> None:
     import yaml
 
@@ -522,8 +619,13 @@ def test_envoy_tracing_option_renders_a_valid_config_and_is_off_by_default(tmp_p
 
     policy = REPO / "policies" / "default.yaml"
     plain, plain_snippet = render(policy)
-    assert "tracing" not in plain and "otel_collector" not in plain and "traceparent" not in plain
+    assert "tracing" not in plain and "otel_collector" not in plain
     assert "tracing" not in plain_snippet
+    # The client's trace context reaches the server by default (no render option), copied: the
+    # upstream still gets the headers. Off on request.
+    copied = _copied_trace_rules(plain)
+    assert set(copied) == {"traceparent", "tracestate"} and all(not r.get("remove") for r in copied.values())
+    assert _copied_trace_rules(render(policy, EnvoyOptions(forward_trace_context=False))[0]) == {}
 
     options = EnvoyOptions(
         tracing=EnvoyTracing(collector_host="otel.observability", collector_port=4317, sample_percent=10.0),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,56 @@ def test_the_demo_reply_header_reaches_only_demo_upstreams() -> None:
             assert route["request_headers_to_remove"] == ["x-demo-reply"], route["name"]
         elif cluster == "code_security":
             assert "request_headers_to_remove" not in route, route["name"]  # a loopback demo upstream
+
+
+def _message_timeouts(full: str) -> set[str]:
+    doc = yaml.safe_load(full)
+    filters = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"]
+    return {f["typed_config"]["message_timeout"] for f in filters if "message_timeout" in f.get("typed_config", {})}
+
+
+def test_the_message_timeout_is_sized_from_the_servers_deadline() -> None:
+    from extproc.ops.envoy_config import ANSWER_MARGIN_S, DEFAULT_REQUEST_DEADLINE_MS
+
+    # Default: the server's default deadline plus the margin, on every ext_proc filter.
+    assert _message_timeouts(render(POLICY)[0]) == {f"{DEFAULT_REQUEST_DEADLINE_MS / 1000 + ANSWER_MARGIN_S:g}s"}
+    # A longer deadline moves Envoy's timeout with it.
+    assert _message_timeouts(render(POLICY, EnvoyOptions(request_deadline_ms=9000))[0]) == {f"{9 + ANSWER_MARGIN_S:g}s"}
+    # An explicit timeout that leaves the margin is kept; one that does not is refused, by name.
+    assert _message_timeouts(render(POLICY, EnvoyOptions(message_timeout_s=20.0))[0]) == {"20s"}
+    with pytest.raises(ValueError, match=r"message timeout 5 s leaves 1 s past the server's request deadline"):
+        render(POLICY, EnvoyOptions(message_timeout_s=5.0, request_deadline_ms=4000))
+    with pytest.raises(ValueError, match=r"dispatch\.request_deadline_ms 9000"):
+        render(POLICY, EnvoyOptions(message_timeout_s=10.0, request_deadline_ms=9000))
+    # Only a test of Envoy's own timeout may render a shorter one, and says so.
+    short = EnvoyOptions(message_timeout_s=0.02, allow_short_message_timeout=True)
+    assert _message_timeouts(render(POLICY, short)[0]) == {"0.020s"}
+
+
+def test_the_stack_and_the_cli_size_it_from_the_servers_own_settings(tmp_path: Path) -> None:
+    from extproc.ops.stack import Stack, StackConfig
+
+    from_env = Stack(StackConfig(policy=POLICY, env={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "2500"}))
+    assert from_env.envoy_options().request_deadline_ms == 2500
+    assert _message_timeouts(render(POLICY, from_env.envoy_options())[0]) == {"4.500s"}
+    settings = tmp_path / "settings.yaml"
+    settings.write_text("dispatch: {request_deadline_ms: 7000}\n")
+    from_file = Stack(StackConfig(policy=POLICY, settings_file=settings))
+    assert from_file.envoy_options().request_deadline_ms == 7000
+    # The server would be refused its deadline: the stack refuses before starting anything.
+    too_short = Stack(StackConfig(policy=POLICY, envoy=EnvoyOptions(message_timeout_s=3.0)))
+    with pytest.raises(ValueError, match="needs at least"):
+        render(POLICY, too_short.envoy_options())
+
+    env = {"PATH": "/usr/bin:/bin", "VSR_DISPATCH__REQUEST_DEADLINE_MS": "1500", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "extproc", "envoy-config", "--policy", str(POLICY), "--stdout"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _message_timeouts(proc.stdout) == {"3.500s"}

@@ -157,3 +157,23 @@ default: {name: general, action: {type: route, models: [text-model, vlm]}}
     assert heavy.status is SignalStatus.TIMEOUT and "overloaded" in (heavy.error or "")
     assert outcome.status == 429 and outcome.result.shed
     router.executor.pending = 0
+
+
+async def test_the_request_deadline_counts_from_the_messages_arrival(make_router: Callable[..., Router]) -> None:
+    # A long signal timeout and request deadline: a request that arrived a deadline ago has no time
+    # left, so its hanging signal times out at once and the policy's overload answer goes out,
+    # rather than the full deadline again after the late start.
+    from extproc.settings import Settings
+
+    settings = Settings.load(None, environ={"VSR_DISPATCH__REQUEST_DEADLINE_MS": "60000"})
+    body = policy(overload="overload: {action: shed}").replace("signal_timeout_ms: 100", "signal_timeout_ms: 60000")
+    router = make_router(body, settings)
+    arrived = time.monotonic() - 60.0
+    outcome = await asyncio.wait_for(router.route(chat(), received=arrived), timeout=30)
+    assert {s.name: s.status for s in outcome.signals}["slow"] is SignalStatus.TIMEOUT
+    assert (outcome.status, outcome.code) == (429, "overloaded")
+    # Without `received` the deadline starts now: the same request is still being checked 0.3 s on.
+    pending = asyncio.ensure_future(router.route(chat()))
+    done, _ = await asyncio.wait({pending}, timeout=0.3)
+    assert not done
+    pending.cancel()

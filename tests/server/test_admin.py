@@ -129,8 +129,9 @@ async def test_policy_metrics_reload_and_http_errors(server: ExtProcServer) -> N
             health["last_reload"]["result"] == "failure" and health["degraded"] is False
         )  # CHANGED has no vision signal
 
-        assert (await client.get("/nope")).status_code == 404
-        assert (await client.get("/v1/explain")).status_code == 405
+        missing, wrong_method = await client.get("/nope"), await client.get("/v1/explain")
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+        assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
     assert (await raw(server, b"POST /v1/explain HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\nx")).startswith(
         b"HTTP/1.1 413"
     )

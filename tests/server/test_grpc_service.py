@@ -84,9 +84,11 @@ class CountingRouter(Router):
 
     calls: list[str]
 
-    async def route(self, body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def route(
+        self, body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         self.calls.append(path)
-        return await super().route(body, path=path, request_id=request_id)
+        return await super().route(body, path=path, request_id=request_id, received=received)
 
 
 def make_router(settings: Settings, policy: str = POLICY) -> CountingRouter:
@@ -270,7 +272,9 @@ async def test_debug_header_ignored_when_settings_disable_it() -> None:
 
 
 def crash_on_route(router: CountingRouter) -> None:
-    async def boom(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def boom(
+        body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         raise RuntimeError("boom")
 
     router.route = boom  # type: ignore[method-assign]
@@ -316,9 +320,11 @@ async def test_large_image_sized_body_round_trips() -> None:
 def slow_down(router: CountingRouter) -> None:
     real = router.route
 
-    async def slow(body: bytes, *, path: str = CHAT, request_id: str | None = None) -> RoutingOutcome:
+    async def slow(
+        body: bytes, *, path: str = CHAT, request_id: str | None = None, received: float | None = None
+    ) -> RoutingOutcome:
         await asyncio.sleep(0.5)
-        return await real(body, path=path, request_id=request_id)
+        return await real(body, path=path, request_id=request_id, received=received)
 
     router.route = slow  # type: ignore[method-assign]
 
