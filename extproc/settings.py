@@ -171,6 +171,8 @@ class OcrSettings(_Section):
     preset: Literal["fast", "legacy"] = "fast"
     # auto: OpenVINO when installed (`pip install 'extproc[openvino]'`; bf16 on CPUs that have it), else onnxruntime
     runtime: Literal["auto", "onnxruntime", "openvino"] = "auto"
+    # A cheap first look (a downscaled detection) before full OCR; images it finds no text in skip OCR
+    text_gate: bool = True
 
 
 class EmbedderSettings(_Section):

@@ -207,8 +207,9 @@ class OcrTuning:
     - `gate_scale`, `gate_min_side`: the cheap first look (`gate_scale` 0: off). An image is
       first looked at with the same detector at `gate_scale` of its size (its long side at
       least `gate_min_side`), when that is under half the full detection input's pixels; an
-      area-averaged downscale, so small text blurs rather than aliases, and lower thresholds
-      than the full pass, so faint and small text still leaves a box. 0.4 keeps text the full
+      area-averaged downscale, so small text blurs rather than aliases, looked at as it is and
+      with local contrast equalised (pale text), with lower thresholds than the full pass, so
+      faint and small text still leaves a box. 0.4 keeps text the full
       pass can read (from ~12 px high) at ~5 px, where the detector still marks it. No
       candidate box: no text, full detection and recognition are skipped. Candidates are
       read from the full-resolution pixels, largest first; the first that reads as text
@@ -506,6 +507,9 @@ class RapidOcrEngine:
             thresh=0.15, box_thresh=0.25, max_candidates=1000, unclip_ratio=1.6, use_dilation=True, score_mode="fast"
         )
         self._gate_post.min_size = 2
+        import cv2
+
+        self._clahe = cv2.createCLAHE(clipLimit=2.0, tileGridSize=(8, 8))
 
     def warm_up(self) -> None:
         """Load and run both models now (at policy load, not on a request)."""
@@ -635,9 +639,9 @@ class RapidOcrEngine:
         return max(32, round(h * ratio / 32) * 32), max(32, round(w * ratio / 32) * 32)
 
     def _may_hold_text(self, img: NDArray[np.uint8], deadline: float | None) -> bool:
-        """The cheap first look: a small detection pass, then a read of its candidates, largest first.
+        """The cheap first look: two small detection looks, then a read of their candidates, largest first.
 
-        False only when the small pass finds no candidate box, or when every candidate (at most
+        False only when neither look finds a candidate box, or when every candidate (at most
         `gate_probe_lines` of them) reads as nothing at full resolution.
         """
         import cv2
@@ -646,9 +650,16 @@ class RapidOcrEngine:
 
         self.stats.gate_looks += 1
         gh, gw = self._gate_size(img.shape[0], img.shape[1])
-        small = cv2.resize(img, (gw, gh), interpolation=cv2.INTER_AREA).astype(np.float32)
-        x = np.ascontiguousarray((small / 127.5 - 1.0).transpose((2, 0, 1))[np.newaxis])
-        found, _ = self._gate_post(self._det(x), img.shape[:2])  # boxes in `img`'s pixels
+        small = cv2.resize(img, (gw, gh), interpolation=cv2.INTER_AREA)
+        # Two looks in one batch: the pixels as they are, and with local contrast equalised
+        # (CLAHE on lightness), which brings out pale text that the plain look loses once
+        # downscaled; equalising alone loses some dark text on busy photos, so both count.
+        lab = cv2.cvtColor(small, cv2.COLOR_BGR2LAB)
+        lab[:, :, 0] = self._clahe.apply(lab[:, :, 0])
+        looks = np.stack([small, cv2.cvtColor(lab, cv2.COLOR_LAB2BGR)]).astype(np.float32)
+        x = np.ascontiguousarray((looks / 127.5 - 1.0).transpose((0, 3, 1, 2)))
+        maps = self._det(x)
+        found = [box for i in range(len(maps)) for box in self._gate_post(maps[i : i + 1], img.shape[:2])[0]]
         if not len(found):
             return False
         if len(found) > self.tuning.gate_probe_lines:
@@ -808,10 +819,12 @@ class OcrService:
 
 def tuning_from_settings(settings: OcrSettings) -> OcrTuning:
     """The OCR tuning the settings ask for: `ocr.preset` ("fast", or "legacy": the first wave's
-    rapidocr settings) and `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime)."""
+    rapidocr settings), `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime) and
+    `ocr.text_gate` (the cheap first look; off: every image gets full OCR)."""
     if settings.preset == "legacy":
         return OcrTuning.legacy()
-    return OcrTuning(runtime=settings.runtime)
+    tuning = OcrTuning(runtime=settings.runtime)
+    return tuning if settings.text_gate else replace(tuning, gate_scale=0)
 
 
 def load_ocr_service(
