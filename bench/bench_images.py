@@ -4,7 +4,7 @@
 
 Starts one real stack per OCR configuration on free loopback ports (demo upstreams, `extproc
 serve` with the default policy, Envoy from the wheel): "first wave" (`VSR_OCR__PRESET=legacy`),
-"today" (the second wave's OCR: `VSR_OCR__TEXT_GATE=false`) and "new" (the defaults). All run
+"today" (the defaults) and "gated" (the opt-in cheap first look, `VSR_OCR__TEXT_GATE=true`). All run
 on onnxruntime (`VSR_OCR__RUNTIME=onnxruntime`) unless `--runtime` says otherwise. Each image of
 the OCR corpus (tests/corpus/images and the rendered scenes) is sent as "Summarize this" plus
 the image, with a fresh nonce in the image bytes every time (PNG text chunk / JPEG comment), so
@@ -15,7 +15,7 @@ see the same machine load; the stacks not being measured sit idle.
 Printed: per image and per class (identity document, code screenshot, form, text-free photo,
 large medical image) the p50 latency of each stack and its ratio to the first wave's, the
 upstream each request reached (the routing decision), and the server's RSS after the run.
-Exits 1 when the new stack routes any image elsewhere than today's, or a passport anywhere but
+Exits 1 when the gated stack routes any image elsewhere than today's, or a passport anywhere but
 the restricted model.
 """
 
@@ -74,7 +74,7 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated image names")
     args = parser.parse_args()
 
-    configs = {"first wave": {"VSR_OCR__PRESET": "legacy"}, "today": {"VSR_OCR__TEXT_GATE": "false"}, "new": {}}
+    configs = {"first wave": {"VSR_OCR__PRESET": "legacy"}, "today": {}, "gated": {"VSR_OCR__TEXT_GATE": "true"}}
     if args.no_first_wave:
         del configs["first wave"]
     images = corpus_images()
@@ -138,12 +138,13 @@ def main() -> int:
     problems = []
     reference = "today" if "today" in routes else base
     for k in images:
-        if routes["new"][k] != routes[reference][k]:
-            got, want = sorted(routes["new"][k]), sorted(routes[reference][k])
-            problems.append(f"{k}: new routed to {got}, {reference} to {want}")
-        if k.startswith("passport") and routes["new"][k] != {"restricted_vlm"}:
-            problems.append(f"{k}: a passport reached {sorted(routes['new'][k])}")
-    print(f"routing changed (new vs {reference}) or passports misrouted: {len(problems)}")
+        if routes["gated"][k] != routes[reference][k]:
+            got, want = sorted(routes["gated"][k]), sorted(routes[reference][k])
+            problems.append(f"{k}: gated routed to {got}, {reference} to {want}")
+        for name in names:
+            if k.startswith("passport") and routes[name][k] != {"restricted_vlm"}:
+                problems.append(f"{k}: a passport reached {sorted(routes[name][k])} ({name})")
+    print(f"routing changed (gated vs {reference}) or passports misrouted: {len(problems)}")
     for p in problems:
         print("  " + p)
     return 1 if problems else 0

@@ -6,9 +6,9 @@ a scanned form, an injection banner, two text-free photos) and the 24 images of
 tests/corpus/images (real photos and scans in every mode and size the router accepts).
 
 Engines, loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's rapidocr
-settings), "today" (the second wave's defaults without the cheap first look,
-`OcrTuning.ungated()`, on onnxruntime: what `make run` installs), "new" (`OcrTuning()`,
-the defaults, onnxruntime) and, when OpenVINO is importable, "new-ov" (the defaults on
+settings), "today" (the defaults, `OcrTuning()`, on onnxruntime: what `make run`
+installs), "gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`)
+and, when OpenVINO is importable, "today-ov" and "gated-ov" (the same on
 OpenVINO). Each repeat reads every image cold (a fresh result cache, a new DecodedImage,
 so decoding is timed too) with every engine back to back, rotating which goes first, so
 all see the same machine load: compare within one run, never across runs.
@@ -219,13 +219,12 @@ def main() -> None:
     settings = Settings.load(None)
     max_side = settings.ocr.max_side
     min_score = settings.ocr.min_text_score
-    tunings = {
-        "baseline": OcrTuning.legacy(),
-        "today": OcrTuning(runtime="onnxruntime", gate_scale=0),
-        "new": OcrTuning(runtime="onnxruntime"),
-    }
+    tunings = {"baseline": OcrTuning.legacy(), "today": OcrTuning(runtime="onnxruntime")}
     if openvino_available():
-        tunings["new-ov"] = OcrTuning(runtime="openvino")
+        tunings["today-ov"] = OcrTuning(runtime="openvino")
+    tunings["gated"] = OcrTuning.gated(runtime="onnxruntime")
+    if openvino_available():
+        tunings["gated-ov"] = OcrTuning.gated(runtime="openvino")
     for i, text in enumerate(args.tries, 1):
         tunings[f"try{i}"] = parse_tuning(text)
     runs = []

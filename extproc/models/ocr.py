@@ -176,6 +176,7 @@ OcrRuntime = Literal["auto", "onnxruntime", "openvino"]
 DetLimitType = Literal["min", "max"]
 OvPrecision = Literal["auto", "f32", "bf16"]
 
+GATE_SCALE = 0.4  # the cheap first look's size, when `ocr.text_gate` turns it on
 _REC_HEIGHT = 48  # PP-OCR recognition models take 48-pixel-high text lines
 
 
@@ -209,13 +210,15 @@ class OcrTuning:
       least `gate_min_side`), when that is under half the full detection input's pixels; an
       area-averaged downscale, so small text blurs rather than aliases, looked at as it is and
       with local contrast equalised (pale text), with lower thresholds than the full pass, so
-      faint and small text still leaves a box. 0.4 keeps text the full
-      pass can read (from ~12 px high) at ~5 px, where the detector still marks it. No
+      faint and small text still leaves a box. No
       candidate box: no text, full detection and recognition are skipped. Candidates are
       read from the full-resolution pixels, largest first; the first that reads as text
       (two or more letters or digits at `min_score`) sends the image to the full pass, as
       do more than `gate_probe_lines` candidates. Photos, X-rays and fundus images cost
       one small detection (and a few line reads where edges look like text).
+      Off by default: on photos with pale text (ink at 30-60% contrast, 12-28 px) the small
+      looks miss text that full OCR reads (7-14 of 16 such captions, at scales 0.4-0.6,
+      `tests/models/test_ocr_text_gate.py`); black text, small or rotated, is not missed.
     """
 
     pipeline: OcrPipeline = "fast"
@@ -229,7 +232,7 @@ class OcrTuning:
     rec_warm_width: int = 1600
     mem_arena: bool = True
     ov_precision: OvPrecision = "auto"
-    gate_scale: float = 0.4
+    gate_scale: float = 0.0
     gate_min_side: int = 320
     gate_probe_lines: int = 8
 
@@ -290,9 +293,9 @@ class OcrTuning:
         )  # fmt: skip
 
     @classmethod
-    def ungated(cls) -> OcrTuning:
-        """The defaults without the cheap first look (the wave-2 settings; the gate's reference)."""
-        return cls(gate_scale=0)
+    def gated(cls, **changes: Any) -> OcrTuning:
+        """The defaults with the cheap first look on (`ocr.text_gate: true`; off by default: see below)."""
+        return cls(**({"gate_scale": GATE_SCALE} | changes))
 
     def describe(self) -> str:
         if self.pipeline == "rapidocr":
@@ -824,7 +827,7 @@ def tuning_from_settings(settings: OcrSettings) -> OcrTuning:
     if settings.preset == "legacy":
         return OcrTuning.legacy()
     tuning = OcrTuning(runtime=settings.runtime)
-    return tuning if settings.text_gate else replace(tuning, gate_scale=0)
+    return replace(tuning, gate_scale=GATE_SCALE) if settings.text_gate else tuning
 
 
 def load_ocr_service(

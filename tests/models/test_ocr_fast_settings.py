@@ -172,9 +172,9 @@ def test_settings_choose_the_tuning() -> None:
     assert tuning_from_settings(ocr) == OcrTuning()
     assert tuning_from_settings(ocr.model_copy(update={"preset": "legacy"})) == OcrTuning.legacy()
     assert tuning_from_settings(ocr.model_copy(update={"runtime": "onnxruntime"})).runtime == "onnxruntime"
-    assert tuning_from_settings(ocr).gate_scale > 0
-    assert tuning_from_settings(ocr.model_copy(update={"text_gate": False})) == OcrTuning.ungated()
-    assert Settings.load(None, environ={"VSR_OCR__TEXT_GATE": "false"}).ocr.text_gate is False
+    assert tuning_from_settings(ocr).gate_scale == 0  # the first look is opt-in
+    assert tuning_from_settings(ocr.model_copy(update={"text_gate": True})) == OcrTuning.gated()
+    assert Settings.load(None, environ={"VSR_OCR__TEXT_GATE": "true"}).ocr.text_gate is True
     # Unknown values are refused by the settings themselves, with the field and its variable named.
     with pytest.raises(SettingsError, match=r"ocr\.preset \(VSR_OCR__PRESET\)"):
         Settings.load(None, environ={"VSR_OCR__PRESET": "turbo"})

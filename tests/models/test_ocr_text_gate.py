@@ -1,7 +1,9 @@
-"""The cheap first look: images without text skip full OCR, and no routing label changes.
+"""The cheap first look (opt-in, `ocr.text_gate`): images without text skip full OCR, no routing label changes.
 
-The reference is full OCR with today's other settings (`OcrTuning.ungated()`); the gated
-path is the default (`OcrTuning()`, the session's OCR service).
+The reference is full OCR with the default settings (the session's OCR service); the gated
+path is `OcrTuning.gated()`. The look is off by default because it misses pale text on busy
+photos: the last test here measures that and fails if it ever stops being true, so the
+default can be reconsidered.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ TEXT_FREE_LARGE = ["retina.jpg", "retina_2400.jpg", "hubble_deep_field.webp", "l
 
 
 @pytest.fixture(scope="module")
-def gated(ocr_service: OcrService) -> OcrService:
-    engine = ocr_service.engine
-    assert isinstance(engine, RapidOcrEngine) and engine.tuning == OcrTuning() and engine.tuning.gate_scale > 0
-    return OcrService(engine, max_side=ocr_service.max_side, budget_ms=120_000)
+def gated() -> OcrService:
+    engine = RapidOcrEngine(threads=2, tuning=OcrTuning.gated())
+    engine.warm_up()
+    return OcrService(engine, budget_ms=120_000)
 
 
 @pytest.fixture(scope="module")
-def full() -> OcrService:
-    engine = RapidOcrEngine(threads=2, tuning=OcrTuning.ungated())
-    engine.warm_up()
-    return OcrService(engine, budget_ms=120_000)
+def full(ocr_service: OcrService) -> OcrService:
+    engine = ocr_service.engine
+    assert isinstance(engine, RapidOcrEngine) and engine.tuning == OcrTuning() and engine.tuning.gate_scale == 0
+    return OcrService(engine, max_side=ocr_service.max_side, budget_ms=120_000)
 
 
 def _engine(service: OcrService) -> RapidOcrEngine:
@@ -69,42 +71,60 @@ def test_the_check_catches_a_gate_that_skips_text(
     assert {"passport", "passport_degraded", "passport_tampered", "code", "form", "injection"} <= changed
 
 
-# Caption height (px), ink contrast, rotation (degrees), canvas. Full OCR reads text from ~14 px
-# on the 1600x1200 photo; the smaller, paler cases show the look does not skip what it cannot see
-# any better than full OCR.
+# Caption height (px), ink contrast, rotation (degrees), canvas: black ink, small or rotated.
+# Full OCR reads text from ~12-14 px on these photos; the look must not skip any of it.
 CAPTIONS = [
     (14, 1.0, 0.0, (1600, 1200)),
     (18, 1.0, 0.0, (1600, 1200)),
-    (18, 0.55, 0.0, (1600, 1200)),
     (18, 1.0, 20.0, (1600, 1200)),
     (24, 1.0, 45.0, (1600, 1200)),
-    (28, 0.4, 0.0, (1600, 1200)),
     (12, 1.0, 0.0, (900, 600)),
-    (14, 0.5, 0.0, (900, 600)),
     (14, 1.0, 15.0, (900, 600)),
     (20, 1.0, 90.0, (900, 600)),
-    (14, 0.5, 0.0, (900, 600)),
+    (12, 1.0, 0.0, (640, 480)),
+    (16, 1.0, 30.0, (640, 480)),
+]
+# Pale ink on the same photos: what keeps the look off by default.
+PALE_CAPTIONS = [
+    (24, 0.4, 0.0, (1600, 1200)),
+    (28, 0.4, 0.0, (1600, 1200)),
     (18, 0.3, 0.0, (900, 600)),
-    (12, 0.5, 0.0, (640, 480)),
     (18, 0.3, 0.0, (640, 480)),
 ]
 
 
-@pytest.mark.slow
-def test_small_faint_and_rotated_text_is_not_skipped(gated: OcrService, full: OcrService) -> None:
+def _captions_read(
+    cases: list[tuple[int, float, float, tuple[int, int]]], gated: OcrService, full: OcrService
+) -> tuple[list[str], list[str]]:
+    """(cases full OCR reads the caption in, of those the ones the gated path does not read alike)."""
     read_by_full, missed = [], []
-    for height, contrast, angle, size in CAPTIONS:
+    for height, contrast, angle, size in cases:
         case = f"{height}px contrast={contrast} angle={angle} {size[0]}x{size[1]}"
         img = captioned_photo(height, contrast=contrast, angle=angle, size=size)
         reference = full.read_pixels(img)
-        got = gated.read_pixels(img)
-        assert routing_view(got) == routing_view(reference), case
         if "4471" in reference.text.replace(" ", ""):
             read_by_full.append(case)
-            if got.text != reference.text:
+            if gated.read_pixels(img).text != reference.text:
                 missed.append(case)
+    return read_by_full, missed
+
+
+@pytest.mark.slow
+def test_small_and_rotated_text_is_not_skipped(gated: OcrService, full: OcrService) -> None:
+    read_by_full, missed = _captions_read(CAPTIONS, gated, full)
     assert missed == []
-    assert len(read_by_full) >= 9, read_by_full  # the cases exercise text full OCR does read
+    assert len(read_by_full) >= 6, read_by_full  # the cases exercise text full OCR does read
+
+
+@pytest.mark.slow
+def test_pale_text_is_what_keeps_the_look_off_by_default(gated: OcrService, full: OcrService) -> None:
+    """Measured, not hoped: the look misses pale captions full OCR reads. If it stops missing
+    them, this fails, and `ocr.text_gate` can be reconsidered as the default."""
+    from extproc.settings import Settings
+
+    assert Settings.load(None, environ={}).ocr.text_gate is False
+    read_by_full, missed = _captions_read(PALE_CAPTIONS, gated, full)
+    assert read_by_full and missed, (read_by_full, missed)
 
 
 @pytest.mark.slow
