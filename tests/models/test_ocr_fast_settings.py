@@ -216,7 +216,7 @@ def test_contradictory_tuning_is_refused() -> None:
     with pytest.raises(ValueError, match="det_max_upscale needs pipeline 'fast'"):
         OcrTuning(pipeline="rapidocr", runtime="onnxruntime", gate_scale=0)
     with pytest.raises(ValueError, match="gate_scale needs pipeline 'fast'"):
-        OcrTuning(pipeline="rapidocr", runtime="onnxruntime", det_max_upscale=None)
+        OcrTuning(pipeline="rapidocr", runtime="onnxruntime", det_max_upscale=None, gate_scale=0.4)
     with pytest.raises(ValueError) as info:
         OcrTuning(rec_batch=0, rec_min_width=1)
     assert "rec_batch" in str(info.value) and "rec_min_width" in str(info.value)  # every problem at once
