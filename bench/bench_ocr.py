@@ -5,22 +5,30 @@ page with a TD3 MRZ, a degraded and a tampered copy, a code screenshot leaking a
 a scanned form, an injection banner, two text-free photos) and the 24 images of
 tests/corpus/images (real photos and scans in every mode and size the router accepts).
 
-Two engines are loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's
-rapidocr settings) and "new" (`OcrTuning()`, the defaults). Each repeat reads every image
-cold (a fresh result cache, a new DecodedImage, so decoding is timed too) with both
-engines back to back, alternating which goes first, so both see the same machine load.
-Printed: per-image cold p50 ms, the totals and their ratio (the target: new <= 1/3 of
-baseline), and an accuracy table: characters read, character error rate where the scene's
-text is known, MRZ valid, secrets found, code likeness, and the labels the image_text and
-document signals give, which must be the same for both engines.
+Engines, loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's rapidocr
+settings), "today" (the defaults, `OcrTuning()`, on onnxruntime: what `make run`
+installs), "gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`)
+and, when OpenVINO is importable, "today-ov" and "gated-ov" (the same on
+OpenVINO). Each repeat reads every image cold (a fresh result cache, a new DecodedImage,
+so decoding is timed too) with every engine back to back, rotating which goes first, so
+all see the same machine load: compare within one run, never across runs.
+Printed: per-image cold p50 ms, the totals and their ratios (the target: new <= 1/3 of
+baseline), p50 per image class (identity document, code screenshot, form, text-free photo,
+large medical image), resident memory each engine added, and an accuracy table:
+characters read, character error rate where the scene's text is known, MRZ valid, secrets
+found, code likeness, and the routing labels (image_text and document signals), which must
+be the same for every engine. Exits 1 when any engine changes a routing label against
+"today" (full OCR) on any image.
 
 Run: .venv/bin/python bench/bench_ocr.py [--repeat N] [--threads T] [--try k=v,k=v ...]
+     PYTHONPATH=DIR_WITH_OPENVINO .venv/bin/python bench/bench_ocr.py   # adds "new-ov"
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -30,10 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from extproc.detectors.code import code_likeness  # noqa: E402
 from extproc.detectors.mrz import find_mrz  # noqa: E402
-from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine  # noqa: E402
+from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine, openvino_available  # noqa: E402
 from extproc.settings import Settings  # noqa: E402
 from extproc.signals.document import DocumentSpec, classify  # noqa: E402
 from extproc.signals.image_text import ImageTextSignal, ImageTextSpec  # noqa: E402
+from extproc.testing.ocr_routing import corpus_images, routing_view  # noqa: E402
 from extproc.testing.ocr_scenes import (  # noqa: E402
     AWS_KEY,
     CODE_LINES,
@@ -41,15 +50,6 @@ from extproc.testing.ocr_scenes import (  # noqa: E402
     INJECTION_TEXT,
     PASSPORT_FIELDS,
     as_image,
-    car_photo,
-    code_screenshot,
-    degrade,
-    injection_banner,
-    jpeg_bytes,
-    landscape_photo,
-    passport_page,
-    png_bytes,
-    scanned_form,
     tampered_mrz,
     valid_mrz,
 )
@@ -65,19 +65,22 @@ _PASSPORT_LABELS = [
 ]  # fmt: skip
 
 
+# Image classes the figures are reported by (the issue's classes); the rest is "other".
+CLASSES: dict[str, list[str]] = {
+    "identity document": ["passport", "passport_degraded", "passport_tampered"],
+    "code screenshot": ["code"],
+    "form": ["form"],
+    "text-free photo": [
+        "landscape", "car", "astronaut.jpg", "camera.png", "coffee.jpg", "rocket.jpg", "rocket_cmyk.jpg",
+        "hubble_deep_field.webp", "clock_motion.png", "coins.png", "horse.png", "chelsea_rgba.png",
+    ],
+    "large medical image": ["retina.jpg", "retina_2400.jpg", "cell.png", "ihc.jpg"],
+}  # fmt: skip
+
+
 def corpus() -> tuple[dict[str, bytes], dict[str, list[str]]]:
     """The images by name, and the text each rendered scene is known to hold (ground truth)."""
-    passport = passport_page()
-    images = {
-        "passport": png_bytes(passport),
-        "passport_degraded": degrade(passport),
-        "passport_tampered": png_bytes(passport_page(tampered_mrz())),
-        "code": png_bytes(code_screenshot()),
-        "form": scanned_form(),
-        "injection": png_bytes(injection_banner()),
-        "landscape": png_bytes(landscape_photo()),
-        "car": jpeg_bytes(car_photo()),
-    }
+    images = corpus_images()
     truth = {
         "passport": [*valid_mrz(), *_PASSPORT_LABELS],
         "passport_degraded": [*valid_mrz(), *_PASSPORT_LABELS],
@@ -88,8 +91,6 @@ def corpus() -> tuple[dict[str, bytes], dict[str, list[str]]]:
         "landscape": [],
         "car": [],
     }
-    for path in sorted(CORPUS_DIR.iterdir()):
-        images[path.name] = path.read_bytes()
     return images, truth
 
 
@@ -199,64 +200,107 @@ def parse_tuning(text: str) -> OcrTuning:
     return OcrTuning(**merged)
 
 
+def rss_mib() -> float:
+    """This process's resident memory now (Linux /proc), MiB."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="cold reads per image and engine")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--try", dest="tries", action="append", default=[], metavar="K=V,...",
                         help="also time this OcrTuning variant (fields over the defaults)")  # fmt: skip
+    parser.add_argument("--only", default="", help="comma-separated image names (default: the whole corpus)")
     parser.add_argument("--texts", action="store_true", help="print each engine's text where the outcomes differ")
     args = parser.parse_args()
 
     settings = Settings.load(None)
     max_side = settings.ocr.max_side
     min_score = settings.ocr.min_text_score
-    tunings = {"baseline": OcrTuning.legacy(), "new": OcrTuning()}
+    tunings = {"baseline": OcrTuning.legacy(), "today": OcrTuning(runtime="onnxruntime")}
+    if openvino_available():
+        tunings["today-ov"] = OcrTuning(runtime="openvino")
+    tunings["gated"] = OcrTuning.gated(runtime="onnxruntime")
+    if openvino_available():
+        tunings["gated-ov"] = OcrTuning.gated(runtime="openvino")
     for i, text in enumerate(args.tries, 1):
         tunings[f"try{i}"] = parse_tuning(text)
     runs = []
+    rss_loaded: dict[str, float] = {}
+    print(f"process RSS before any engine: {rss_mib():.0f} MiB")
     for name, tuning in tunings.items():
+        r0 = rss_mib()
         t0 = time.perf_counter()
         engine = RapidOcrEngine(threads=args.threads, min_score=min_score, tuning=tuning)
         engine.warm_up()
         load_ms = (time.perf_counter() - t0) * 1000
-        print(f"{name:9} {engine.name:28} load+warm-up {load_ms:5.0f} ms: {tuning.describe()}")
+        rss_loaded[name] = rss_mib() - r0
+        print(f"{name:9} {engine.name:28} load+warm-up {load_ms:5.0f} ms, +{rss_loaded[name]:4.0f} MiB RSS: "
+              f"{tuning.describe()}")  # fmt: skip
         runs.append(Run(name, engine))
 
     images, truth = corpus()
+    if args.only:
+        images = {k: v for k, v in images.items() if k in set(args.only.split(","))}
     print(f"corpus: {len(images)} images; threads={args.threads}; repeat={args.repeat}; max_side={max_side}")
     for rep in range(args.repeat):
-        order = runs if rep % 2 == 0 else runs[::-1]
+        k = rep % len(runs)
+        order = runs[k:] + runs[:k]  # each engine goes first in turn: same machine load for all
         for name, data in images.items():
             for run in order:
                 read_cold(run, name, data, max_side)
+    print(f"process RSS after all reads: {rss_mib():.0f} MiB")
 
     # --------------------------------------------------------------- latency
     base = runs[0]
-    cols = "".join(f" {r.name + ' ms':>11}" for r in runs) + "".join(f" {r.name + '/base':>11}" for r in runs[1:])
-    print(f"\ncold OCR per image (p50 of {args.repeat}; ms)")
+    today = next(r for r in runs if r.name == "today")
+    later = runs[1:]
+    cols = "".join(f" {r.name + ' ms':>11}" for r in runs) + "".join(f" {r.name + '/base':>11}" for r in later)
+    print(f"\ncold OCR per image (p50 of {args.repeat}; ms; one interleaved run)")
     print(f"{'image':32}{cols}")
     totals = {r.name: 0.0 for r in runs}
     firsts = {r.name: 0.0 for r in runs}
+    p50s: dict[str, dict[str, float]] = {}
     for name in images:
         p50 = {r.name: statistics.median(r.times[name]) for r in runs}
+        p50s[name] = p50
         for r in runs:
             totals[r.name] += p50[r.name]
             firsts[r.name] += r.times[name][0]
-        ratios = "".join(f" {p50[r.name] / p50[base.name]:11.2f}" for r in runs[1:])
+        ratios = "".join(f" {p50[r.name] / p50[base.name]:11.2f}" for r in later)
         print(f"{name:32}" + "".join(f" {p50[r.name]:11.0f}" for r in runs) + ratios)
     n = len(images)
     print(f"{'TOTAL (sum of p50)':32}" + "".join(f" {totals[r.name]:11.0f}" for r in runs)
-          + "".join(f" {totals[r.name] / totals[base.name]:11.2f}" for r in runs[1:]))  # fmt: skip
+          + "".join(f" {totals[r.name] / totals[base.name]:11.2f}" for r in later))  # fmt: skip
     print(f"{'mean per image':32}" + "".join(f" {totals[r.name] / n:11.0f}" for r in runs))
     print(f"{'TOTAL first reads only':32}" + "".join(f" {firsts[r.name]:11.0f}" for r in runs)
-          + "".join(f" {firsts[r.name] / firsts[base.name]:11.2f}" for r in runs[1:]))  # fmt: skip
+          + "".join(f" {firsts[r.name] / firsts[base.name]:11.2f}" for r in later))  # fmt: skip
     print(f"{'CPU s, all reads':32}" + "".join(f" {r.cpu_s:11.1f}" for r in runs)
-          + "".join(f" {r.cpu_s / base.cpu_s:11.2f}" for r in runs[1:]))  # fmt: skip
+          + "".join(f" {r.cpu_s / base.cpu_s:11.2f}" for r in later))  # fmt: skip
+    print(f"{'TOTAL / today':32}" + "".join(f" {totals[r.name] / totals[today.name]:11.2f}" for r in runs))
     for r in runs:
         s = r.engine.stats
-        print(f"  {r.name}: {s.images} images, {s.det_empty} with no text box (recognition skipped), "
+        print(f"  {r.name}: {s.images} images, {s.gate_looks} first looks, {s.gate_skipped} judged text-free "
+              f"(full OCR skipped, {s.gate_probes} candidate lines read), {s.det_empty} with no text box, "
               f"{s.rec_calls} recognition calls, {s.lines_read} lines read")  # fmt: skip
+
+    # --------------------------------------------------------------- per class
+    print("\ncold p50 per image class (median over the class's images of each image's p50; ms)")
+    print(f"{'class':22} {'images':>6}" + "".join(f" {r.name + ' ms':>11}" for r in runs)
+          + "".join(f" {r.name + '/base':>11}" for r in later) + "  labels (today)")  # fmt: skip
+    for cls, names in CLASSES.items():
+        names = [x for x in names if x in images]
+        if not names:
+            continue
+        med = {r.name: statistics.median(p50s[x][r.name] for x in names) for r in runs}
+        labels = sorted({routing_view(today.results[x]).describe() for x in names})
+        print(f"{cls:22} {len(names):6}" + "".join(f" {med[r.name]:11.0f}" for r in runs)
+              + "".join(f" {med[r.name] / med[base.name]:11.2f}" for r in later)
+              + "  " + " ; ".join(labels))  # fmt: skip
+    print("resident memory each engine added at load (MiB): "
+          + ", ".join(f"{k} +{v:.0f}" for k, v in rss_loaded.items()))  # fmt: skip
 
     # --------------------------------------------------------------- accuracy
     image_text = ImageTextSignal(ImageTextSpec(name="image_text", type="image_text"), None, "bench")
@@ -264,7 +308,8 @@ def main() -> None:
     outcomes = {r.name: {k: outcome(r.results[k], truth.get(k, []), image_text, doc_min) for k in images} for r in runs}
     print("\naccuracy (first read of each engine): chars read, CER vs known text, MRZ, secrets, code likeness;")
     print("labels = image_text labels | document labels (>= min_score); 'same' = both label sets equal to baseline's")
-    for r in runs[1:]:
+    changed_vs_today = 0
+    for r in later:
         print(f"\n{'image':28} {'chars b/' + r.name[:3]:>12} {'CER b/' + r.name[:3]:>13} {'MRZ':>13} {'secrets':>16}"
               f" {'code b/' + r.name[:3]:>11}  same  labels (baseline)")  # fmt: skip
         changed = 0
@@ -272,6 +317,7 @@ def main() -> None:
             b, o = outcomes[base.name][name], outcomes[r.name][name]
             same = b.routing == o.routing
             changed += not same
+            changed_vs_today += outcomes[today.name][name].routing != o.routing
             cer_text = "-" if b.cer is None or o.cer is None else f"{b.cer:.3f}/{o.cer:.3f}"
             mrz = "-" if b.mrz == o.mrz == "-" else f"{b.mrz}/{o.mrz}"
             secrets = "-" if b.secrets == o.secrets == "-" else f"{b.secrets}/{o.secrets}"
@@ -283,12 +329,16 @@ def main() -> None:
             if args.texts and (not same or b.text != o.text):
                 print(f"    baseline: {b.text!r}\n    {r.name}: {o.text!r}")
         known = [k for k in images if outcomes[base.name][k].cer is not None]
-        mean_b = statistics.mean(outcomes[base.name][k].cer or 0.0 for k in known)
-        mean_o = statistics.mean(outcomes[r.name][k].cer or 0.0 for k in known)
-        key_found = all(AWS_KEY in outcomes[x][k].text.replace(" ", "") for x in (base.name, r.name) for k in ["code"])
-        print(f"{r.name}: routing labels changed on {changed} of {len(images)} images; mean CER over the "
+        mean_b = statistics.mean(outcomes[base.name][k].cer or 0.0 for k in known) if known else 0.0
+        mean_o = statistics.mean(outcomes[r.name][k].cer or 0.0 for k in known) if known else 0.0
+        codes = [k for k in ["code"] if k in images]
+        key_found = all(AWS_KEY in outcomes[x][k].text.replace(" ", "") for x in (base.name, r.name) for k in codes)
+        print(f"{r.name}: routing labels changed on {changed} of {len(images)} images vs baseline; mean CER over the "
               f"{len(known)} scenes with known text {mean_b:.3f} (baseline) vs {mean_o:.3f}; "
               f"AWS key read verbatim by both: {key_found}")  # fmt: skip
+    print(f"\nrouting labels changed against today's full OCR, every engine and image: {changed_vs_today}")
+    if changed_vs_today:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -292,3 +292,36 @@ def image_request(*datas: bytes, text: str = "Summarize this") -> RoutingRequest
         texts=[TextSegment(Role.USER, text, 0)],
         images=[as_image(d, 0) for d in datas],
     )
+
+
+# ----------------------------------------------------------------------------- text the first look must not miss
+
+CAPTION = "Patient ID 4471-B ward 7"
+
+
+def captioned_photo(
+    height_px: int, *, contrast: float = 1.0, angle: float = 0.0, size: tuple[int, int] = (1600, 1200)
+) -> Image.Image:
+    """A text-free photo (the landscape, resized) with one caption line: small, faint or rotated.
+
+    `height_px` is the font size; `contrast` 1.0 is black ink, lower is paler grey; `angle`
+    rotates the caption (degrees, counter-clockwise) about the image centre.
+    """
+    w, h = size
+    base = landscape_photo().resize(size, Image.Resampling.BICUBIC).convert("RGBA")
+    layer = Image.new("RGBA", size, (0, 0, 0, 0))
+    ink = round(255 * (1.0 - contrast))
+    ImageDraw.Draw(layer).text((w // 3, h // 2), CAPTION, font=font(height_px), fill=(ink, ink, ink, 255))
+    if angle:
+        layer = layer.rotate(angle, resample=Image.Resampling.BICUBIC, center=(w // 2, h // 2))
+    base.alpha_composite(layer)
+    return base.convert("RGB")
+
+
+def text_on_white(lines: list[str], height_px: int, size: tuple[int, int] = (1400, 1000)) -> Image.Image:
+    """A near-white page with a few small lines of text at its top left (a mostly empty page)."""
+    img = Image.new("RGB", size, (250, 250, 246))
+    d = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        d.text((40, 40 + i * round(height_px * 1.6)), line, font=font(height_px), fill=(30, 30, 30))
+    return img

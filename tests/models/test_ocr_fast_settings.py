@@ -112,16 +112,20 @@ def test_recognition_is_skipped_when_detection_finds_nothing(
     which: str, fast_engine: RapidOcrEngine, legacy_engine: RapidOcrEngine
 ) -> None:
     engine = fast_engine if which == "fast" else legacy_engine
-    before = (engine.stats.images, engine.stats.det_empty, engine.stats.rec_calls, engine.stats.lines_read)
+
+    def counters() -> tuple[int, int, int, int]:
+        s = engine.stats  # "found nothing": the full detection's, or the first look's (fast only)
+        return s.images, s.det_empty + s.gate_skipped, s.rec_calls, s.lines_read
+
+    before = counters()
     boxes, truncated = engine.recognize(_blank())
     assert boxes == [] and not truncated
-    after = (engine.stats.images, engine.stats.det_empty, engine.stats.rec_calls, engine.stats.lines_read)
-    assert after == (before[0] + 1, before[1] + 1, before[2], before[3])  # detected, found nothing, no recognition
+    assert counters() == (before[0] + 1, before[1] + 1, before[2], before[3])  # found nothing, no recognition
 
     boxes, _ = engine.recognize(_words())
     assert "NOTHING" in " ".join(b.text for b in boxes).upper()
-    assert engine.stats.det_empty == before[1] + 1
-    assert engine.stats.rec_calls > before[2] and engine.stats.lines_read > before[3]
+    assert counters()[1] == before[1] + 1
+    assert counters()[2] > before[2] and counters()[3] > before[3]
 
 
 @pytest.mark.parametrize(("size", "mono"), [(9, False), (9, True), (12, False)])
@@ -158,7 +162,7 @@ def test_legacy_tuning_is_the_first_wave() -> None:
     assert (legacy.pipeline, legacy.runtime, legacy.det_limit_type, legacy.det_limit_side_len) == (
         "rapidocr", "onnxruntime", "min", 736,
     )  # fmt: skip
-    assert (legacy.rec_batch, legacy.mem_arena, legacy.det_max_upscale) == (6, False, None)
+    assert (legacy.rec_batch, legacy.mem_arena, legacy.det_max_upscale, legacy.gate_scale) == (6, False, None, 0)
     assert OcrTuning() != legacy
     assert "rapidocr pipeline" in legacy.describe() and "fast pipeline" in OcrTuning().describe()
 
@@ -168,6 +172,9 @@ def test_settings_choose_the_tuning() -> None:
     assert tuning_from_settings(ocr) == OcrTuning()
     assert tuning_from_settings(ocr.model_copy(update={"preset": "legacy"})) == OcrTuning.legacy()
     assert tuning_from_settings(ocr.model_copy(update={"runtime": "onnxruntime"})).runtime == "onnxruntime"
+    assert tuning_from_settings(ocr).gate_scale == 0  # the first look is opt-in
+    assert tuning_from_settings(ocr.model_copy(update={"text_gate": True})) == OcrTuning.gated()
+    assert Settings.load(None, environ={"VSR_OCR__TEXT_GATE": "true"}).ocr.text_gate is True
     # Unknown values are refused by the settings themselves, with the field and its variable named.
     with pytest.raises(SettingsError, match=r"ocr\.preset \(VSR_OCR__PRESET\)"):
         Settings.load(None, environ={"VSR_OCR__PRESET": "turbo"})
@@ -192,6 +199,10 @@ def test_settings_choose_the_tuning() -> None:
         ("rec_warm_width", -1, "rec_warm_width must be an integer in [0, 4096]"),
         ("mem_arena", "yes", "mem_arena must be a bool"),
         ("ov_precision", "int8", "ov_precision must be 'auto', 'f32' or 'bf16'"),
+        ("gate_scale", 0.05, "gate_scale must be 0 \\(off\\) or a number in [0.1, 0.7]"),
+        ("gate_scale", True, "gate_scale must be 0"),
+        ("gate_min_side", 10, "gate_min_side must be an integer in [64, 2048]"),
+        ("gate_probe_lines", -1, "gate_probe_lines must be an integer in [0, 64]"),
     ],
 )
 def test_bad_tuning_values_are_refused_clearly(field: str, value: object, message: str) -> None:
@@ -201,9 +212,11 @@ def test_bad_tuning_values_are_refused_clearly(field: str, value: object, messag
 
 def test_contradictory_tuning_is_refused() -> None:
     with pytest.raises(ValueError, match="runtime 'openvino' needs pipeline 'fast'"):
-        OcrTuning(pipeline="rapidocr", runtime="openvino", det_max_upscale=None)
+        OcrTuning(pipeline="rapidocr", runtime="openvino", det_max_upscale=None, gate_scale=0)
     with pytest.raises(ValueError, match="det_max_upscale needs pipeline 'fast'"):
-        OcrTuning(pipeline="rapidocr", runtime="onnxruntime")
+        OcrTuning(pipeline="rapidocr", runtime="onnxruntime", gate_scale=0)
+    with pytest.raises(ValueError, match="gate_scale needs pipeline 'fast'"):
+        OcrTuning(pipeline="rapidocr", runtime="onnxruntime", det_max_upscale=None, gate_scale=0.4)
     with pytest.raises(ValueError) as info:
         OcrTuning(rec_batch=0, rec_min_width=1)
     assert "rec_batch" in str(info.value) and "rec_min_width" in str(info.value)  # every problem at once
