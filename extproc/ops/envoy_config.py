@@ -29,8 +29,10 @@ import yaml
 
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
+from extproc.protocol.models_list import MODELS_PATH
 from extproc.protocol.request import API_PATHS
-from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES
+from extproc.protocol.translate import CHAT_PATH
+from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES, TRANSLATE_KEY
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
 from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 
@@ -134,6 +136,7 @@ with warnings.catch_warnings():
     from envoy_data_plane.envoy.type.matcher.v3 import (
         MetadataMatcher,
         MetadataMatcherPathSegment,
+        RegexMatchAndSubstitute,
         RegexMatcher,
         StringMatcher,
         ValueMatcher,
@@ -624,47 +627,60 @@ def routes(
     result = []
     stores = [True, False] if options.cache else [False]
     responds: list[str | None] = ["stream", "json", None] if options.tool_rules else [None]
+    # A Messages request for an OpenAI-only model (vsr.translate): its own routes, first, which
+    # send it to the Chat path and turn on the response phase that translates the answer back.
+    translates = [True, False] if options.tool_rules else [False]
+    combinations = [
+        (translate, respond, store)
+        for translate in translates
+        for respond in responds
+        for store in stores
+        if not (translate and respond is None)
+    ]
     for upstream in upstreams:
-        for respond in responds:
-            for store in stores:
-                matchers = [_decision_is("cluster", upstream.cluster)]
-                per_filter: dict[str, AnyMessage] = {}
-                suffix = ""
-                if respond is not None:
-                    matchers.append(_decision_is(RESPOND_KEY, respond))
-                    per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
-                    suffix += f"-tools-{respond}"
-                elif options.tool_rules:
-                    per_filter.update(_no_tool_rules(options))
-                if store:
-                    matchers.append(_decision_has(CACHE_TICKET_KEY))
-                    suffix += "-store"
-                else:
-                    per_filter.update(_no_cache_store(options))
-                result.append(
-                    Route(
-                        name=f"vsr-{upstream.cluster}{suffix}",
-                        match=RouteMatch(
-                            safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
-                        ),
-                        route=RouteAction(cluster=upstream.cluster, timeout=timeout),
-                        request_headers_to_add=[
-                            _from_decision(vsr.DECISION, "decision"),
-                            _from_decision(vsr.MODEL, "model"),
-                            *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
-                        ],
-                        request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
-                        response_headers_to_add=[
-                            _from_decision(vsr.DECISION, "decision"),
-                            _from_decision(vsr.MODEL, "model"),
-                            _from_decision(vsr.SIGNALS, "signals"),
-                            _from_decision(vsr.TRACE, "trace"),
-                            _from_decision(vsr.CACHE, "cache"),
-                        ],
-                        typed_per_filter_config=per_filter,
-                    )
+        for translate, respond, store in combinations:
+            matchers = [_decision_is("cluster", upstream.cluster)]
+            per_filter: dict[str, AnyMessage] = {}
+            suffix = ""
+            if translate:
+                matchers.append(_decision_is(TRANSLATE_KEY, "chat"))
+                suffix += "-translate"
+            if respond is not None:
+                matchers.append(_decision_is(RESPOND_KEY, respond))
+                per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
+                suffix += f"-tools-{respond}"
+            elif options.tool_rules:
+                per_filter.update(_no_tool_rules(options))
+            if store:
+                matchers.append(_decision_has(CACHE_TICKET_KEY))
+                suffix += "-store"
+            else:
+                per_filter.update(_no_cache_store(options))
+            result.append(
+                Route(
+                    name=f"vsr-{upstream.cluster}{suffix}",
+                    match=RouteMatch(
+                        safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
+                    ),
+                    route=_translated(RouteAction(cluster=upstream.cluster, timeout=timeout), translate),
+                    request_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+                    ],
+                    request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
+                    response_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        _from_decision(vsr.SIGNALS, "signals"),
+                        _from_decision(vsr.TRACE, "trace"),
+                        _from_decision(vsr.CACHE, "cache"),
+                    ],
+                    typed_per_filter_config=per_filter,
                 )
+            )
     result.extend(_mcp_routes(mcp_upstreams, options, off))
+    result.append(_models_route(options, off))
     # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
@@ -695,6 +711,39 @@ def routes(
     return result
 
 
+def _translated(action: RouteAction, translate: bool) -> RouteAction:
+    """A translated Messages request goes to the upstream's Chat Completions path."""
+    if translate:
+        action.regex_rewrite = RegexMatchAndSubstitute(pattern=RegexMatcher(regex="^.*$"), substitution=CHAT_PATH)
+    return action
+
+
+def _models_route(options: EnvoyOptions, off: Mapping[str, AnyMessage]) -> Route:
+    """GET /v1/models (and /v1/models/{id}): ext_proc gets the request headers and answers from the
+    policy; the route's cluster has no hosts, so the list is never fetched from one model's server."""
+    mode = ProcessingMode(
+        request_header_mode=ProcessingModeHeaderSendMode.SEND,
+        request_body_mode=ProcessingModeBodySendMode.NONE,
+        response_header_mode=ProcessingModeHeaderSendMode.SKIP,
+        response_body_mode=ProcessingModeBodySendMode.NONE,
+        request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+        response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+    )
+    return Route(
+        name="vsr-models",
+        match=RouteMatch(
+            safe_regex=RegexMatcher(regex="^" + re.escape(MODELS_PATH) + "(/[^/]+)?/*$"),
+            headers=[HeaderMatcher(name=":method", string_match=StringMatcher(exact="GET"))],
+        ),
+        route=RouteAction(cluster=UNDECIDED_CLUSTER, timeout=_duration(options.route_timeout_s)),
+        typed_per_filter_config={
+            "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(overrides=ExtProcOverrides(processing_mode=mode))),
+            "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
+            **off,
+        },
+    )
+
+
 def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: Mapping[str, AnyMessage]) -> list[Route]:
     """MCP (streamable HTTP) on `mcp_path`: a POST is decided by ext_proc (tools/call judged) and
     routed to the server's cluster, tools/list through the response phase (denied tools hidden);
@@ -706,7 +755,7 @@ def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: M
     path = HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))
     out: list[Route] = []
     for upstream in mcp_upstreams:
-        for respond in (["mcp_list", None] if options.tool_rules else [None]):
+        for respond in ["mcp_list", None] if options.tool_rules else [None]:
             matchers = [_decision_is("cluster", upstream.cluster)]
             per_filter: dict[str, AnyMessage] = dict(_no_cache_store(options))
             if respond is not None:

@@ -32,6 +32,14 @@ class _Strict(BaseModel):
 
 
 Modality = Literal["text", "image"]
+# The APIs a model's server accepts. vLLM serves both OpenAI's and Anthropic's Messages
+# (`/v1/messages`), so both is the default; a server without Messages says `[openai]` and the
+# router translates Messages requests to Chat Completions (and the answers back) for it.
+ApiName = Literal["openai", "anthropic"]
+
+
+def _both_apis() -> list[ApiName]:
+    return ["openai", "anthropic"]
 
 
 def _text_only() -> list[Modality]:
@@ -46,6 +54,19 @@ class ModelSpec(_Strict):
     upstream_model: str | None = None  # written into the body's `model`; defaults to `name`
     address: str | None = Field(default=None, pattern=r"^[^:\s]+:\d{1,5}$")  # host:port, for Envoy config generation
     description: str = ""
+    api: list[ApiName] = Field(default_factory=_both_apis, min_length=1)
+
+    @field_validator("api")
+    @classmethod
+    def _speaks_openai(cls, api: list[ApiName]) -> list[ApiName]:
+        # Only Messages -> Chat is translated: a model must take OpenAI requests.
+        if "openai" not in api:
+            raise ValueError("api must include 'openai' (Messages requests are translated to it, not the reverse)")
+        return list(dict.fromkeys(api))
+
+    @property
+    def speaks_messages(self) -> bool:
+        return "anthropic" in self.api
 
     @property
     def target_model(self) -> str:
