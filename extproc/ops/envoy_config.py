@@ -235,7 +235,7 @@ class EnvoyOptions:
     # mode, on routes whose decision metadata carries a store ticket) and the request headers that
     # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
     cache: bool = True
-    tenant_headers: tuple[str, ...] = ("authorization",)
+    tenant_headers: tuple[str, ...] = ("authorization", "x-api-key")  # x-api-key: Anthropic clients' key
     # One-message flow: the tool rules' response phase (a third ext_proc filter, enabled on routes
     # whose decision asks for it) and the MCP path (routes to the policy's MCP servers).
     tool_rules: bool = True
