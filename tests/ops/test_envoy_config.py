@@ -160,3 +160,25 @@ def test_the_demo_reply_header_reaches_only_demo_upstreams() -> None:
             assert route["request_headers_to_remove"] == ["x-demo-reply"], route["name"]
         elif cluster == "code_security":
             assert "request_headers_to_remove" not in route, route["name"]  # a loopback demo upstream
+
+
+def test_translated_messages_and_models_routes() -> None:
+    full = yaml.safe_load((REPO / "envoy" / "envoy.yaml").read_text())
+    hcm = full["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+    names = [r["name"] for r in routes]
+    translated = [r for r in routes if "-translate" in r["name"]]
+    # every cluster: translate x (stream, json) x (store, no store), each before the plain routes
+    assert len(translated) == 4 * len(upstreams_from_policy(POLICY))
+    for route in translated:
+        assert route["route"]["regex_rewrite"]["substitution"] == "/v1/chat/completions"
+        keys = {m["path"][0]["key"]: m["value"] for m in route["match"]["dynamic_metadata"]}
+        assert keys["translate"] == {"string_match": {"exact": "chat"}}
+        assert keys["respond"]["string_match"]["exact"] in ("stream", "json")
+        plain = route["name"].replace("-translate", "")
+        assert names.index(route["name"]) < names.index(plain)
+    models = next(r for r in routes if r["name"] == "vsr-models")
+    assert models["route"]["cluster"] == "vsr_undecided"  # never forwarded to a model's server
+    override = models["typed_per_filter_config"]["envoy.filters.http.ext_proc"]["overrides"]["processing_mode"]
+    assert override["request_header_mode"] == "SEND"
+    assert names.index("vsr-models") < names.index("passthrough")
