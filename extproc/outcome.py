@@ -34,6 +34,7 @@ class RoutingOutcome:
     timings_ms: dict[str, float] = field(default_factory=dict)
     request_id: str | None = None
     cache: dict[str, Any] | None = None  # the semantic cache's part (CacheLookup.to_dict), when it took one
+    conversation: dict[str, Any] | None = None  # the conversation store's part (ConversationLookup.to_dict)
     path_api: ApiKind | None = None  # the API the request path names, for a request that did not parse
 
     # -- the decision (the engine's words) ------------------------------------------------
@@ -188,6 +189,7 @@ class RoutingOutcome:
             "policy_version": self.policy_version,
             "overload": "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None,
             "cache": self.cache,
+            "conversation": self.conversation,
             "request": _request_summary(self.request),
             "signals": [s.to_dict() for s in self.signals],
             "trace": {

@@ -32,9 +32,15 @@ from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
 from extproc.protocol.models_list import MODELS_PATH
 from extproc.protocol.request import API_PATHS
 from extproc.protocol.translate import CHAT_PATH
-from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES, TRANSLATE_KEY
+from extproc.server.grpc_service import (
+    CACHE_CONTROL_KEY,
+    OBSERVE_KEY,
+    RESPOND_KEY,
+    RESPONSE_ATTRIBUTES,
+    SESSION_KEY,
+    TRANSLATE_KEY,
+)
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
-from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
 # the library's, not ours, and would otherwise flood every test run.
@@ -240,6 +246,8 @@ class EnvoyOptions:
     # whose decision asks for it) and the MCP path (routes to the policy's MCP servers).
     tool_rules: bool = True
     mcp_path: str = "/mcp"
+    # The policy's conversations.session_header, copied (not moved) into vsr.request metadata.
+    session_header: str | None = None
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -343,6 +351,14 @@ def plugin_header_names(policy_path: Path | str) -> tuple[str, ...]:
             if isinstance(headers, dict):
                 names.update(str(name).lower() for name in headers)
     return tuple(sorted(names))
+
+
+def session_header_of(policy_path: Path | str) -> str | None:
+    """The policy's `conversations.session_header`, if it names one."""
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    section = data.get("conversations") if isinstance(data, dict) else None
+    header = section.get("session_header") if isinstance(section, dict) else None
+    return str(header).lower() if header else None
 
 
 def default_cluster_of(policy_path: Path | str, upstreams: Sequence[Upstream]) -> str:
@@ -509,6 +525,8 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
         # Copied, not moved: the upstream still needs authorization; the server only hashes them.
         rules.append(_copied_to_metadata("cache-control", CACHE_CONTROL_KEY))
         rules.extend(_copied_to_metadata(h.lower(), TENANT_KEY_PREFIX + h.lower()) for h in options.tenant_headers)
+        if options.session_header:
+            rules.append(_copied_to_metadata(options.session_header.lower(), SESSION_KEY))
     debug = HeaderToMetadata(request_rules=rules)
     strip = HeaderMutationFilter(
         mutations=Mutations(
@@ -651,8 +669,8 @@ def routes(
                 suffix += f"-tools-{respond}"
             elif options.tool_rules:
                 per_filter.update(_no_tool_rules(options))
-            if store:
-                matchers.append(_decision_has(CACHE_TICKET_KEY))
+            if store:  # the store phase: a cache ticket or a conversation's answer to learn
+                matchers.append(_decision_has(OBSERVE_KEY))
                 suffix += "-store"
             else:
                 per_filter.update(_no_cache_store(options))
@@ -1145,6 +1163,8 @@ def render(
     options = options or EnvoyOptions()
     if not options.plugin_headers:
         options = replace(options, plugin_headers=plugin_header_names(policy_path))
+    if options.session_header is None:
+        options = replace(options, session_header=session_header_of(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)
     mcp_upstreams = mcp_upstreams_from_policy(policy_path, overrides)
     default = default_cluster_of(policy_path, upstreams)
@@ -1184,11 +1204,11 @@ def render(
             "- put the http_filters entries, in this order, before envoy.filters.http.router;\n"
             "- add the clusters to static_resources.clusters (or serve them over CDS);\n"
             "- set the HTTP connection manager's local_reply_config as below (a body-less POST gets a 400);\n"
-            "- route as below: per model cluster, the cache's store route (it also matches\n"
-            "  `vsr.cache_ticket`) then the plain one, both matching the `vsr.cluster` dynamic metadata\n"
-            "  (shown for the first cluster), the undecided route, then your fallback with ext_proc,\n"
-            "  buffer and vsr.cache_store disabled; set per_connection_buffer_limit_bytes to at least\n"
-            "  26 MiB (image bodies)."
+            "- route as below: per model cluster, the store-phase route (it also matches `vsr.observe`:\n"
+            "  a cache ticket or a conversation to learn), then the plain one, both matching the\n"
+            "  `vsr.cluster` dynamic metadata (shown for the first cluster), the undecided route, then\n"
+            "  your fallback with ext_proc, buffer and vsr.cache_store disabled; set\n"
+            "  per_connection_buffer_limit_bytes to at least 26 MiB (image bodies)."
         )
         if one
         else (

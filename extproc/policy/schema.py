@@ -159,6 +159,9 @@ class Decision(_Strict):
     # answer before the deadline) counts as a match for this decision only, so e.g. an image whose
     # OCR could not run in time goes to the restricted model rather than past the identity check.
     fail_safe: bool = False
+    # Conversations: a follow-up this decision routes goes to the model that served the
+    # conversation (`conversations`); false: this decision moves it (safety routes).
+    sticky: bool = True
     # The semantic cache for requests this decision routes. A decision with restricted handling
     # (fail_safe) is cached only when its own spec says `enabled: true`, never by the default.
     cache: CacheSpec | None = None
@@ -224,6 +227,24 @@ class DefaultDecision(_Strict):
     action: Action
     plugins: Plugins = Field(default_factory=Plugins)
     cache: CacheSpec | None = None
+    sticky: bool = True
+
+
+class ConversationPolicy(_Strict):
+    """Conversations keep their model (`extproc.conversations`): a Responses follow-up
+    (`previous_response_id`) and, with `session_header`, any request carrying that header go to
+    the model that served the conversation, unless the winning decision says `sticky: false`."""
+
+    enabled: bool = True
+    session_header: str | None = Field(default=None, pattern=r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+    ttl_s: int = Field(default=86400, ge=1, le=30 * 86400)
+
+    @field_validator("session_header")
+    @classmethod
+    def _lower(cls, name: str | None) -> str | None:
+        if name is not None and name.lower().startswith(vsr.ROUTING_PREFIX):
+            raise ValueError(f"session_header {name!r}: x-vsr-* headers are the router's own")
+        return name.lower() if name is not None else None
 
 
 class Policy(_Strict):
@@ -243,12 +264,20 @@ class Policy(_Strict):
     # Agents: rules over tool calls in upstream answers and MCP tools/call, highest priority first.
     tool_rules: list[ToolRule] = Field(default_factory=list)
     mcp: McpSpec = Field(default_factory=McpSpec)
+    conversations: ConversationPolicy = Field(default_factory=ConversationPolicy)
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     default: DefaultDecision
 
     def model(self, name: str) -> ModelSpec | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def sticky(self, decision: str | None) -> bool:
+        """Whether a follow-up this decision routes stays on the conversation's model."""
+        if decision == self.default.name:
+            return self.default.sticky
+        found = next((d for d in self.decisions if d.name == decision), None)
+        return found.sticky if found is not None else True
 
     @model_validator(mode="after")
     def _check_cache(self) -> Policy:

@@ -68,6 +68,9 @@ from extproc.protocol.translate import chat_error_to_anthropic as anthropic_erro
 from extproc.server import mutations
 
 if TYPE_CHECKING:
+    from extproc.conversations.service import AnswerLearner, ConversationLookup, Conversations
+
+if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup, SemanticCache
     from extproc.observability.tracing import Attributes, StreamTrace, StreamTracer
     from extproc.outcome import RoutingOutcome
@@ -91,6 +94,9 @@ TENANT_PREFIX = "tenant:"
 CACHE_CONTROL_KEY = "cache_control"
 RESPOND_KEY = "respond"  # in vsr: the tool rules' response phase this request needs (json, stream, mcp_list)
 TICKET_KEY = "cache_ticket"  # in vsr: what the store phase stores the answer as (the store routes match it)
+CONVERSATION_KEY = "conversation"  # in vsr: what the store phase learns for the conversation store
+OBSERVE_KEY = "observe"  # in vsr: the store phase is wanted (a cache ticket or a conversation ticket)
+SESSION_KEY = "session"  # in vsr.request: the policy's session header (envoy_config copies it)
 TRANSLATE_KEY = "translate"  # in vsr: the upstream speaks Chat for this Messages request (routes rewrite the path)
 _TRUTHY = ("1", "true", "yes", "on")
 
@@ -127,6 +133,11 @@ class _Stream:
     anthropic_client: bool = False  # the client sent anthropic-version (GET /v1/models answers in its shape)
     translator: ChatToMessagesStream | None = None  # a Chat answer streamed back as Messages events
     translate: bool = False  # the answer is Chat Completions for a Messages request: translate it back
+    session: str | None = None  # the policy's session header, from the vsr.request metadata
+    conversation: ConversationLookup | None = None
+    learner: AnswerLearner | None = None  # the store phase: what the answer teaches the conversation store
+    observe_started: bool = False
+    cache_done: bool = False  # the store phase's cache part has what it needs (or never will)
 
 
 class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
@@ -141,6 +152,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         observer: Observer | None = None,
         tracer: StreamTracer | None = None,
         cache: SemanticCache | None = None,
+        conversations: Conversations | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
@@ -148,8 +160,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         self.observer = observer  # metrics and the decision log; None: nothing recorded
         self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
         self.cache = cache  # the semantic cache; None: no lookups, no stores
+        self.conversations = conversations  # conversations kept on their model; None: off
         self.in_flight = 0
-        self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
+        self._stores: set[asyncio.Task[Any]] = set()  # background stores (cache, conversations), kept until done
         self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
@@ -202,8 +215,45 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
     # -- phases -------------------------------------------------------------------------------
 
     def _observe(self, request: Any, phase: str, stream: _Stream) -> bool:
-        """The store phase: collect the upstream's answer; store it once it is complete.
-        True when nothing more is wanted from this stream."""
+        """The store phase: the upstream's answer for the cache and the conversation store.
+        True when neither wants more of this stream."""
+        if not stream.observe_started:
+            stream.observe_started = True
+            stream.learner = self._learner_of(request)
+        learned = self._learn(request, phase, stream) if stream.learner is not None else True
+        if not stream.cache_done:
+            stream.cache_done = self._observe_cache(request, phase, stream)
+        return learned and stream.cache_done
+
+    def _learner_of(self, request: Any) -> AnswerLearner | None:
+        if self.conversations is None:
+            return None
+        meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
+        ticket = meta.fields.get(CONVERSATION_KEY) if meta is not None else None
+        return self.conversations.learner(ticket.string_value) if ticket is not None else None
+
+    def _learn(self, request: Any, phase: str, stream: _Stream) -> bool:
+        learner, conversations = stream.learner, self.conversations
+        assert learner is not None and conversations is not None
+        if phase == "response_headers":
+            status, _ = _status_and_type(request.response_headers)
+            chunk, end = b"", request.response_headers.end_of_stream
+        elif phase == "response_body":
+            status = learner.status or _response_attributes(request)[0]
+            chunk, end = request.response_body.body, request.response_body.end_of_stream
+        else:
+            return False
+        learner.status = learner.status or status
+        if not learner.feed(status, chunk, end):
+            return False
+        stream.learner = None
+        task = asyncio.create_task(conversations.learn(learner))
+        self._stores.add(task)
+        task.add_done_callback(self._stores.discard)
+        return True
+
+    def _observe_cache(self, request: Any, phase: str, stream: _Stream) -> bool:
+        """The cache's part: collect the answer; store it once it is complete. True when done."""
         cache = self.cache
         if cache is None:
             return True
@@ -264,12 +314,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if client is not None:
             if self.debug_headers and "debug" in client.fields:
                 stream.debug = client.fields["debug"].string_value.strip().lower() in _TRUTHY
-            if self.cache is not None:
+            if self.cache is not None or self.conversations is not None:
                 for key, value in client.fields.items():
                     if key.startswith(TENANT_PREFIX):
                         stream.tenant[key[len(TENANT_PREFIX) :]] = value.string_value
                     elif key == CACHE_CONTROL_KEY:
                         stream.cache_control = value.string_value
+                    elif key == SESSION_KEY:
+                        stream.session = value.string_value or None
         if stream.trace is not None and CLIENT_METADATA in request.metadata_context.filter_metadata:
             stream.trace.read_metadata(request.metadata_context.filter_metadata[CLIENT_METADATA].fields)
         REQUEST_ID.set(stream.request_id)
@@ -345,6 +397,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if trace is not None:
             trace.outcome = outcome
         stream.respond_rules = bool(router.policy.tool_rules)
+        if outcome.action == "route" and self.conversations is not None and not stream.headers_seen:
+            # before the cache: its key names the model, and the conversation may change it
+            stream.conversation = await self.conversations.follow(
+                outcome, router.policy.spec, tenant=stream.tenant, session=stream.session
+            )
+            if stream.conversation.state != "off":
+                outcome.timings_ms["conversation"] = stream.conversation.lookup_ms
+                outcome.conversation = stream.conversation.to_dict()
         if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
             looked_up = time.perf_counter()
             stream.cache = await self.cache.lookup(
@@ -588,6 +648,11 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             metadata["cache"] = lookup.state
             if lookup.ticket is not None:
                 metadata[TICKET_KEY] = lookup.ticket
+                metadata[OBSERVE_KEY] = "1"
+        conversation = stream.conversation
+        if conversation is not None and conversation.ticket is not None:
+            metadata[CONVERSATION_KEY] = conversation.ticket
+            metadata[OBSERVE_KEY] = "1"
         return metadata
 
     def _client_headers(self, outcome: RoutingOutcome, stream: _Stream) -> dict[str, str]:
