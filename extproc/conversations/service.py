@@ -211,6 +211,7 @@ class Conversations:
         if not learner.ok:
             self.counters.learned[learner.why or "status"] += 1
             return
+        errors = sum(self.store.errors.values())
         if learner.session is not None:
             await self.store.put(learner.session, learner.model, learner.ttl_s)
             self.counters.learned["session"] += 1
@@ -219,6 +220,8 @@ class Conversations:
             self.counters.learned["response"] += 1
         elif learner.responses:
             self.counters.learned["no_response_id"] += 1
+        if sum(self.store.errors.values()) > errors:
+            self.counters.learned["store_error"] += 1
 
     async def close(self) -> None:
         await self.store.close()

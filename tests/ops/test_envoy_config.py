@@ -101,7 +101,7 @@ def test_contract_values() -> None:
     assert store["metadata_options"]["forwarding_namespaces"]["untyped"] == ["vsr"]
     for route in routes:
         matchers = route["match"].get("dynamic_metadata", [])
-        stores = any(m["path"][0]["key"] == "cache_ticket" for m in matchers)
+        stores = any(m["path"][0]["key"] == "observe" for m in matchers)  # a cache ticket or a conversation
         disabled = route.get("typed_per_filter_config", {}).get("vsr.cache_store", {}).get("disabled", False)
         assert stores != disabled, route["name"]
     # The tool rules' response phase: on only where the decision asks for it, in its body mode.
