@@ -11,6 +11,7 @@ from extproc.errors import RequestError, error_body
 from extproc.policy.engine import ActionKind, DecisionTrace, EngineResult
 from extproc.policy.reasoning import apply_reasoning
 from extproc.policy.schema import ModelSpec, Plugins
+from extproc.protocol import anthropic, translate
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps, rewrite_body
 from extproc.signals.base import SignalResult
@@ -35,6 +36,8 @@ class RoutingOutcome:
     request_id: str | None = None
     cache: dict[str, Any] | None = None  # the semantic cache's part (CacheLookup.to_dict), when it took one
     reasoning_sent: str | None = None  # the x-vsr-reasoning value, once the body was rewritten
+    conversation: dict[str, Any] | None = None  # the conversation store's part (ConversationLookup.to_dict)
+    path_api: ApiKind | None = None  # the API the request path names, for a request that did not parse
 
     # -- the decision (the engine's words) ------------------------------------------------
     @property
@@ -83,7 +86,9 @@ class RoutingOutcome:
 
     @property
     def api(self) -> ApiKind:
-        return self.request.api if self.request is not None else ApiKind.CHAT
+        if self.request is not None:
+            return self.request.api
+        return self.path_api or ApiKind.CHAT
 
     # -- renderings ---------------------------------------------------------------------
     def rewritten_body(self) -> bytes:
@@ -91,6 +96,11 @@ class RoutingOutcome:
         if self.action != "route" or self.model is None or self.request is None:
             raise ValueError(f"only a routed request has a rewritten body (action is {self.action})")
         prompt = self.plugins.system_prompt
+        if self.translates:
+            raw = dict(self.request.raw)
+            if prompt is not None:
+                raw["system"] = anthropic.with_system_prompt(raw, prompt.content, prompt.mode)
+            return dumps(translate.messages_to_chat(raw, self.model.target_model))
         body, notes = rewrite_body(
             self.request.raw,
             self.request.api,
@@ -117,6 +127,18 @@ class RoutingOutcome:
         if self.action != "route" or setting is None or family is None or self.request is None:
             return None
         return apply_reasoning({}, self.request.api, setting, family)
+
+    @property
+    def translates(self) -> bool:
+        """A Messages request routed to a model whose server speaks only OpenAI: sent as Chat
+        Completions, the answer translated back (`protocol.translate`)."""
+        return (
+            self.action == "route"
+            and self.request is not None
+            and self.request.api is ApiKind.MESSAGES
+            and self.model is not None
+            and not self.model.speaks_messages
+        )
 
     def request_headers(self) -> dict[str, str]:
         """Headers to set (overwrite) on the request Envoy forwards: routing plus plugin headers."""
@@ -161,7 +183,12 @@ class RoutingOutcome:
                 body = dumps(assistant_reply(self.api, model, self.message))
                 headers["content-type"] = "application/json"
             return ImmediateResponse(200, headers, body)
-        if self.action == "error" and self.error is not None:
+        if self.api is ApiKind.MESSAGES and self.action in ("error", "reject"):
+            message = self.error.message if self.error is not None else self.message or "request rejected by policy"
+            body = dumps(anthropic.error_body(self.status, message))
+            if self.action == "reject" and self.result.retry_after_s is not None:
+                headers["retry-after"] = str(self.result.retry_after_s)
+        elif self.action == "error" and self.error is not None:
             body = self.error.to_json_bytes()
         elif self.action == "reject":
             body = dumps(error_body(self.message or "request rejected by policy", _error_type(self.status), self.code))
@@ -187,6 +214,7 @@ class RoutingOutcome:
             "policy_version": self.policy_version,
             "overload": "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None,
             "cache": self.cache,
+            "conversation": self.conversation,
             "request": _request_summary(self.request),
             "signals": [s.to_dict() for s in self.signals],
             "trace": {

@@ -12,7 +12,7 @@ from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
 from extproc.policy.engine import EngineResult, decide, needed_signals
 from extproc.policy.load import CompiledPolicy, load_policy
-from extproc.protocol.openai import parse_request
+from extproc.protocol.openai import api_for_path, parse_request
 from extproc.protocol.request import RoutingRequest
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext, SignalResult
@@ -95,7 +95,11 @@ class Router:
         except RequestError as exc:
             elapsed_ms = (time.perf_counter() - started) * 1000.0
             return RoutingOutcome(
-                EngineResult.request_error(exc), policy.version, timings_ms={"total": elapsed_ms}, request_id=request_id
+                EngineResult.request_error(exc),
+                policy.version,
+                timings_ms={"total": elapsed_ms},
+                request_id=request_id,
+                path_api=api_for_path(path),
             )
         outcome = await self.route_request(request, policy=policy, started=started, deadline=deadline)
         outcome.request_id = request_id

@@ -320,6 +320,18 @@ class CacheSettings(_Section):
     admission_window: int = Field(default=10_000, ge=1)  # first sightings remembered (per process)
 
 
+class ConversationSettings(_Section):
+    """Where conversations' models are kept (the policy's `conversations` says which requests
+    use it). `memory`: in this process (one replica; each worker has its own). `redis`: a Redis
+    server shared by replicas; unreachable, requests route as new conversations."""
+
+    enabled: bool = True
+    backend: Literal["memory", "redis"] = "memory"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    timeout_ms: float = Field(default=50.0, gt=0)  # per Redis call: a slow store costs at most this
+    max_entries: int = Field(default=100_000, ge=1)  # memory backend
+
+
 class ReloadSettings(_Section):
     watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
     interval_s: float = Field(default=2.0, gt=0)
@@ -339,6 +351,7 @@ class Settings(_Section):
     reload: ReloadSettings = Field(default_factory=ReloadSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
+    conversations: ConversationSettings = Field(default_factory=ConversationSettings)
 
     @model_validator(mode="after")
     def _admin_beyond_loopback_needs_a_token(self) -> Settings:

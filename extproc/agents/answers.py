@@ -8,6 +8,8 @@ refusal (block). Nothing of a tool call reaches the client before its verdict; t
 a tool call's arguments arrive at once, at the end. Responses API streams (tool-capable requests
 only) are held whole, judged on `response.completed`, and released or replaced by a refusal
 (a redact rule blocks there: the function-call argument events cannot be rewritten safely).
+Anthropic Messages answers: tool_use blocks are the calls (JSON judged whole, streams held whole
+and judged on the message their events assemble, as Responses streams are).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from extproc.agents.tool_calls import ToolCall, Verdict, redact_arguments
 from extproc.protocol import sse
+from extproc.protocol.anthropic import assembled_message
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -29,6 +32,16 @@ def calls_in_answer(api: ApiKind, doc: Any) -> tuple[list[ToolCall], str]:
     texts: list[str] = []
     if not isinstance(doc, dict):
         return calls, ""
+    if api is ApiKind.MESSAGES:  # tool_use blocks are the tool calls; their `input` the arguments
+        for block in doc.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                name, call_id = str(block.get("name") or ""), str(block.get("id") or "")
+                calls.append(ToolCall(name, _text(block.get("input")), call_id))
+            elif block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+        return calls, "\n".join(texts)
     if api is ApiKind.RESPONSES:
         for item in doc.get("output") or []:
             if not isinstance(item, dict):
@@ -81,7 +94,15 @@ def apply_to_json(api: ApiKind, doc: dict[str, Any], verdict: Verdict) -> bytes 
         return dumps(refusal(api, verdict, model))
     if verdict.action != "redact":
         return None
-    if api is ApiKind.RESPONSES:
+    if api is ApiKind.MESSAGES:
+        for block in doc.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                masked = redact_arguments(_text(block.get("input")))[0]
+                try:
+                    block["input"] = json.loads(masked)
+                except ValueError:
+                    block["input"] = {"_arguments": masked}
+    elif api is ApiKind.RESPONSES:
         for item in doc.get("output") or []:
             if isinstance(item, dict) and item.get("type") == "function_call":
                 item["arguments"] = redact_arguments(_text(item.get("arguments")))[0]
@@ -111,6 +132,9 @@ class _Call:
 # An SSE event ends at a blank line: LF, CRLF or CR line ends are all legal.
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LEGACY_CALL = -1  # the deprecated `function_call` (one per choice), beside indexed tool calls
+# Streams held whole and judged on the finished answer (their tool-call events cannot be rewritten
+# one by one safely); a redact rule blocks there.
+_HELD_WHOLE = frozenset({ApiKind.RESPONSES, ApiKind.MESSAGES})
 
 
 @dataclass(slots=True)
@@ -127,11 +151,12 @@ class StreamGate:
     _text: list[str] = field(default_factory=list)  # all content, for judging
     _held_text: list[str] = field(default_factory=list)  # content not yet passed on
     _model: str = ""
-    _final: dict[str, Any] | None = None  # Responses: the completed (or incomplete) response
+    _final: dict[str, Any] | None = None  # Responses: the completed (or incomplete) response; Messages: the message
+    _events: list[tuple[str | None, str]] = field(default_factory=list)  # Messages: every event's data
     ready: bool = False
 
     def __post_init__(self) -> None:
-        if self.api is ApiKind.RESPONSES:  # held whole: judged on the completed response
+        if self.api in _HELD_WHOLE:  # held whole: judged on the completed response / message
             self._holding = True
 
     def feed(self, chunk: bytes, end: bool) -> bytes:
@@ -169,6 +194,9 @@ class StreamGate:
             return False
         if not isinstance(doc, dict):
             return False
+        if self.api is ApiKind.MESSAGES:
+            self._events.append((None, data))
+            return False
         if self.api is ApiKind.RESPONSES:
             final = doc.get("response")
             if doc.get("type") in ("response.completed", "response.incomplete", "response.failed") and isinstance(
@@ -205,6 +233,11 @@ class StreamGate:
         return carries
 
     def calls(self) -> tuple[list[ToolCall], str]:
+        if self.api is ApiKind.MESSAGES:
+            self._final = assembled_message(self._events)
+            if self._final is None:  # cut off or an error event: no message to judge, pass it as it came
+                return [], ""
+            return calls_in_answer(self.api, self._final)
         if self.api is ApiKind.RESPONSES:
             return calls_in_answer(self.api, self._final or {})
         calls = [ToolCall(c.name, "".join(c.arguments), c.call_id) for _, c in sorted(self._calls.items())]
@@ -217,7 +250,7 @@ class StreamGate:
         if verdict.action in ("none", "allow", "annotate"):
             return held
         model = self._model or str((self._final or {}).get("model") or "") or f"vsr/{verdict.rule}"
-        if self.api is ApiKind.RESPONSES:  # nothing was passed on yet: a whole refusal stream
+        if self.api in _HELD_WHOLE:  # nothing was passed on yet: a whole refusal stream
             return assistant_reply_stream(self.api, model, verdict.message)
         if verdict.action == "block":  # the stream so far carried no tool call: end it with the refusal
             return self._finish(model, {"content": verdict.message}, "stop")

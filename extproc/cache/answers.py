@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extproc.protocol import sse
+from extproc.protocol.anthropic import assembled_message
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -73,6 +74,24 @@ def _completion_tokens(doc: dict[str, Any]) -> int:
 
 
 def _complete_text(api: ApiKind, doc: dict[str, Any]) -> str:
+    if api is ApiKind.MESSAGES:
+        if doc.get("stop_reason") != "end_turn":
+            raise NotStorable("finish_reason")
+        blocks = doc.get("content")
+        if not isinstance(blocks, list) or not blocks:
+            raise NotStorable("no_output")
+        texts: list[str] = []
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use":
+                raise NotStorable("tool_call")
+            if kind == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif kind not in ("thinking", "redacted_thinking"):
+                raise NotStorable("no_output")
+        if not texts:
+            raise NotStorable("no_output")
+        return "".join(texts)
     if api is ApiKind.RESPONSES:
         if doc.get("status") != "completed":
             raise NotStorable("incomplete")
@@ -111,6 +130,17 @@ def _complete_text(api: ApiKind, doc: dict[str, Any]) -> str:
 
 def _from_stream(api: ApiKind, body: bytes) -> StoredAnswer:
     events = sse.events(body)
+    if api is ApiKind.MESSAGES:
+        full = assembled_message(events)
+        if full is None:
+            raise NotStorable("incomplete")
+        text = _complete_text(api, full)
+        model = _model_of(full)
+        tokens = _completion_tokens(full)
+        stored = assistant_reply(api, model, text)
+        stored["id"] = stored["id"].replace("-vsr-", "-cache-")
+        stored["usage"] = {"input_tokens": 0, "output_tokens": tokens}
+        return StoredAnswer(text=text, body=dumps(stored), model=model, completion_tokens=tokens)
     if api is ApiKind.RESPONSES:
         for _, data in reversed(events):
             try:

@@ -75,8 +75,11 @@ def tenant_partition(tenant_values: dict[str, str], *, shared: bool) -> str | No
 
 
 def cache_key(request: RoutingRequest, model: str, partition: str) -> CacheKey | None:
-    """The request's cache identity, or None when it cannot be cached (no user turn, remote images)."""
+    """The request's cache identity, or None when it cannot be cached (no user turn, remote images,
+    earlier turns kept on the server: a Responses follow-up's answer depends on state we cannot see)."""
     if request.remote_images:
+        return None
+    if request.raw.get("previous_response_id") or request.raw.get("conversation"):
         return None
     users = [s for s in request.texts if s.role is Role.USER and s.source == "content"]
     if not users:

@@ -30,10 +30,13 @@ def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: flo
 
     data = yaml.safe_load(policy.read_text(encoding="utf-8")) or {}
     served: dict[str, list[str]] = {}
+    messages: dict[str, bool] = {}  # a cluster serves /v1/messages when all its models' cards say anthropic
     for model in data.get("models") or []:
         if isinstance(model, dict) and "name" in model:
             cluster = str(model.get("cluster") or model["name"])
             served.setdefault(cluster, []).append(str(model.get("upstream_model") or model["name"]))
+            speaks = "anthropic" in (model.get("api") or ["openai", "anthropic"])
+            messages[cluster] = messages.get(cluster, True) and speaks
     return [
         DemoUpstream(
             cluster=u.cluster,
@@ -41,6 +44,7 @@ def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: flo
             port=u.port,
             models=tuple(served.get(u.cluster, u.models)),
             stream_delay_s=stream_delay_ms / 1000.0,
+            messages=messages.get(u.cluster, True),
         )
         for u in upstreams_from_policy(policy, overrides)
     ]

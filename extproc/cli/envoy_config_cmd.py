@@ -52,7 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default=[],
         metavar="NAME",
         help="a request header that keys the semantic cache's tenant partition (repeatable; default: "
-        "authorization; e.g. a header your auth filter sets)",
+        "authorization and x-api-key, the Anthropic clients' key; e.g. a header your auth filter sets)",
     )
     parser.add_argument(
         "--no-cache", action="store_true", help="leave out the semantic cache's store phase and tenant headers"
@@ -73,7 +73,7 @@ def options_from_args(args: argparse.Namespace) -> EnvoyOptions:
         admin_port=admin_port,
         flow="three_messages" if getattr(args, "flow", "one-message") == "three-messages" else "one_message",
         cache=not getattr(args, "no_cache", False),
-        tenant_headers=tuple(h.lower() for h in getattr(args, "tenant_header", None) or ["authorization"]),
+        tenant_headers=tuple(h.lower() for h in getattr(args, "tenant_header", None) or EnvoyOptions().tenant_headers),
         # Envoy's message timeout is sized from the server's deadline (these settings: file and VSR_*).
         request_deadline_ms=load_settings(args).dispatch.request_deadline_ms,
     )

@@ -30,6 +30,7 @@ from extproc.models.cache import CachingModel
 
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
+    from extproc.conversations.service import Conversations
     from extproc.observability.decision_log import DecisionLog
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
@@ -264,9 +265,7 @@ def model_cache_stats(models: Iterable[tuple[str, object]]) -> list[CacheStats]:
     return out
 
 
-def _counters(
-    name: str, documentation: str, labels: list[str], counts: Mapping[Any, int]
-) -> CounterMetricFamily:
+def _counters(name: str, documentation: str, labels: list[str], counts: Mapping[Any, int]) -> CounterMetricFamily:
     """A counter family from counts keyed by a label value (one label) or by a tuple of label values."""
     family = CounterMetricFamily(name, documentation, labels=labels)
     for key, n in sorted(counts.items()):
@@ -382,3 +381,45 @@ class SemanticCacheMetrics:
             busy.add_metric([], self.cache.load.share)
             families.append(busy)
         return families
+
+
+class ConversationMetrics:
+    """The conversation store's figures: lookups by outcome (followed, same, moved, new) and reason
+    (store_error when the store could not answer), what answers taught it, store failures by
+    operation, and lookup latency by outcome."""
+
+    def __init__(self, conversations: Conversations) -> None:
+        self.conversations = conversations
+        self.latency: dict[tuple[str, ...], Histogram] = {}
+        conversations.on_lookup = self.observe
+
+    def observe(self, state: str, seconds: float) -> None:
+        hist = self.latency.get((state,))
+        if hist is None:
+            hist = self.latency[(state,)] = Histogram()
+        hist.observe(seconds)
+
+    def collect(self) -> list[Metric]:
+        counters = self.conversations.counters
+        store = self.conversations.store
+        return [
+            _counters(
+                "vsr_conversation_lookups",
+                "Conversation lookups by outcome (followed, same, moved, new) and reason",
+                ["outcome", "reason"],
+                {(state, reason or "none"): n for (state, reason), n in counters.lookups.items() if state != "off"},
+            ),
+            _counters(
+                "vsr_conversation_learned",
+                "Upstream answers read for the conversation store, by what they taught (session, response) or why not",
+                ["result"],
+                counters.learned,
+            ),
+            _counters(
+                "vsr_conversation_store_errors",
+                "Conversation store calls that failed (the request routed as a new conversation)",
+                ["store", "operation"],
+                {(store.name, op): n for op, n in store.errors.items()},
+            ),
+            _histograms("vsr_conversation_lookup_seconds", "Lookup latency by outcome", ["outcome"], self.latency),
+        ]

@@ -51,6 +51,7 @@ class RecentDecision:
     extproc_ms: float | None  # the whole ext_proc exchange up to the decision
     overload: str | None  # "shed" or "fail_safe"
     error_code: str | None
+    conversation: str | None = None  # the conversation store's part: new / followed / same / moved
 
     @property
     def matched(self) -> list[str]:
@@ -73,6 +74,7 @@ class RecentDecision:
             "extproc_ms": None if self.extproc_ms is None else round(self.extproc_ms, 3),
             "overload": self.overload,
             "error": self.error_code,
+            "conversation": self.conversation,
         }
 
 
@@ -127,6 +129,7 @@ class RecentDecisions:
                 extproc_ms=extproc_ms,
                 overload="shed" if result.shed else "fail_safe" if result.fail_safe else None,
                 error_code=error.code if error is not None else None,
+                conversation=outcome.conversation.get("state") if outcome.conversation else None,
             )
         )
 

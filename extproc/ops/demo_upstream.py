@@ -1,7 +1,9 @@
 """A small OpenAI-compatible upstream for demos and integration tests (stdlib asyncio only).
 
 It stands in for a vLLM server: `/v1/chat/completions` (plain and streaming SSE),
-`/v1/completions`, `/v1/responses`, `/v1/models`, `/health`. Every reply says who served
+`/v1/completions`, `/v1/responses`, Anthropic's `/v1/messages` (JSON and its SSE events; only
+when `messages` is on, as the policy's model cards say with `api`: off, it answers 404 like
+an OpenAI-only server), `/v1/models`, `/health`. Every reply says who served
 it: the `x-demo-upstream` response header carries the cluster name, `x-demo-model` the
 model id the body asked for (after the router rewrote it), and the reply text repeats both
 with the routing decision Envoy forwarded.
@@ -54,6 +56,7 @@ class DemoUpstream:
     port: int
     models: tuple[str, ...] = ()
     stream_delay_s: float = 0.02  # between SSE chunks, so streaming is visible
+    messages: bool = True  # serves Anthropic's /v1/messages natively (vLLM does)
 
 
 @dataclass(slots=True)
@@ -293,6 +296,8 @@ class DemoServer:
             "/v1/completions": self._completions,
             "/v1/responses": self._responses,
         }
+        if upstream.messages:
+            handlers["/v1/messages"] = self._messages
         handler = handlers.get(path)
         if handler is None:
             await self._send_json(writer, upstream, 404, _error(f"no route for {path}", "not_found"), "", close)
@@ -430,6 +435,35 @@ class DemoServer:
             return
         await self._send_json(writer, upstream, 200, body, model, close)
 
+    async def _messages(
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
+    ) -> None:
+        """Anthropic Messages, as vLLM's `/v1/messages` answers: text and tool_use blocks."""
+        blocks: list[dict[str, Any]] = []
+        if reply.content or not reply.tool_calls:
+            blocks.append({"type": "text", "text": reply.text})
+        for call in reply.tool_calls:
+            try:
+                arguments = json.loads(call["function"]["arguments"] or "{}")
+            except ValueError:
+                arguments = {}
+            blocks.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": arguments})
+        words = len(reply.text.split())
+        body: dict[str, Any] = {
+            "id": f"msg_{uuid.uuid4().hex[:16]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": words},
+        }
+        if payload.get("stream"):
+            await self._send_sse(writer, upstream, model, _messages_frames(body), close)
+            return
+        await self._send_json(writer, upstream, 200, body, model, close)
+
     def _headers(self, upstream: DemoUpstream, model: str, content_type: str) -> dict[str, str]:
         return {"content-type": content_type, "x-demo-upstream": upstream.cluster, "x-demo-model": model or "-"}
 
@@ -503,6 +537,50 @@ def _responses_frames(response: dict[str, Any]) -> list[bytes]:
             emit("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=arguments)
         emit("response.output_item.done", output_index=index, item=item)
     emit("response.completed", response=response)
+    return [f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events]
+
+
+def _messages_frames(message: dict[str, Any]) -> list[bytes]:
+    """Anthropic Messages SSE for a finished `message`: one event a frame, text and tool input in pieces."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "usage": {**message["usage"], "output_tokens": 0},
+            },
+        }
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
+            events += [
+                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                for piece in _pieces(block["text"], 3)
+            ]
+        else:
+            events.append({"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}})
+            events += [
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": p},
+                }
+                for p in _argument_pieces(json.dumps(block["input"], separators=(",", ":")))
+            ]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        }
+    )
+    events.append({"type": "message_stop"})
     return [f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n".encode() for e in events]
 
 

@@ -29,10 +29,18 @@ import yaml
 
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
+from extproc.protocol.models_list import MODELS_PATH
 from extproc.protocol.request import API_PATHS
-from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPOND_KEY, RESPONSE_ATTRIBUTES
+from extproc.protocol.translate import CHAT_PATH
+from extproc.server.grpc_service import (
+    CACHE_CONTROL_KEY,
+    OBSERVE_KEY,
+    RESPOND_KEY,
+    RESPONSE_ATTRIBUTES,
+    SESSION_KEY,
+    TRANSLATE_KEY,
+)
 from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
-from extproc.server.grpc_service import TICKET_KEY as CACHE_TICKET_KEY
 from extproc.settings import DispatchSettings
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
@@ -135,6 +143,7 @@ with warnings.catch_warnings():
     from envoy_data_plane.envoy.type.matcher.v3 import (
         MetadataMatcher,
         MetadataMatcherPathSegment,
+        RegexMatchAndSubstitute,
         RegexMatcher,
         StringMatcher,
         ValueMatcher,
@@ -266,11 +275,13 @@ class EnvoyOptions:
     # mode, on routes whose decision metadata carries a store ticket) and the request headers that
     # key a tenant's cache partition (copied, never moved, into the vsr.request metadata).
     cache: bool = True
-    tenant_headers: tuple[str, ...] = ("authorization",)
+    tenant_headers: tuple[str, ...] = ("authorization", "x-api-key")  # x-api-key: Anthropic clients' key
     # One-message flow: the tool rules' response phase (a third ext_proc filter, enabled on routes
     # whose decision asks for it) and the MCP path (routes to the policy's MCP servers).
     tool_rules: bool = True
     mcp_path: str = "/mcp"
+    # The policy's conversations.session_header, copied (not moved) into vsr.request metadata.
+    session_header: str | None = None
 
 
 # -- the policy side -----------------------------------------------------------------------
@@ -374,6 +385,14 @@ def plugin_header_names(policy_path: Path | str) -> tuple[str, ...]:
             if isinstance(headers, dict):
                 names.update(str(name).lower() for name in headers)
     return tuple(sorted(names))
+
+
+def session_header_of(policy_path: Path | str) -> str | None:
+    """The policy's `conversations.session_header`, if it names one."""
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    section = data.get("conversations") if isinstance(data, dict) else None
+    header = section.get("session_header") if isinstance(section, dict) else None
+    return str(header).lower() if header else None
 
 
 def default_cluster_of(policy_path: Path | str, upstreams: Sequence[Upstream]) -> str:
@@ -540,6 +559,8 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
         # Copied, not moved: the upstream still needs authorization; the server only hashes them.
         rules.append(_copied_to_metadata("cache-control", CACHE_CONTROL_KEY))
         rules.extend(_copied_to_metadata(h.lower(), TENANT_KEY_PREFIX + h.lower()) for h in options.tenant_headers)
+        if options.session_header:
+            rules.append(_copied_to_metadata(options.session_header.lower(), SESSION_KEY))
     debug = HeaderToMetadata(request_rules=rules)
     strip = HeaderMutationFilter(
         mutations=Mutations(
@@ -658,49 +679,62 @@ def routes(
     result = []
     stores = [True, False] if options.cache else [False]
     responds: list[str | None] = ["stream", "json", None] if options.tool_rules else [None]
+    # A Messages request for an OpenAI-only model (vsr.translate): its own routes, first, which
+    # send it to the Chat path and turn on the response phase that translates the answer back.
+    translates = [True, False] if options.tool_rules else [False]
+    combinations = [
+        (translate, respond, store)
+        for translate in translates
+        for respond in responds
+        for store in stores
+        if not (translate and respond is None)
+    ]
     for upstream in upstreams:
-        for respond in responds:
-            for store in stores:
-                matchers = [_decision_is("cluster", upstream.cluster)]
-                per_filter: dict[str, AnyMessage] = {}
-                suffix = ""
-                if respond is not None:
-                    matchers.append(_decision_is(RESPOND_KEY, respond))
-                    per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
-                    suffix += f"-tools-{respond}"
-                elif options.tool_rules:
-                    per_filter.update(_no_tool_rules(options))
-                if store:
-                    matchers.append(_decision_has(CACHE_TICKET_KEY))
-                    suffix += "-store"
-                else:
-                    per_filter.update(_no_cache_store(options))
-                result.append(
-                    Route(
-                        name=f"vsr-{upstream.cluster}{suffix}",
-                        match=RouteMatch(
-                            safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
-                        ),
-                        route=RouteAction(cluster=upstream.cluster, timeout=timeout),
-                        request_headers_to_add=[
-                            _from_decision(vsr.DECISION, "decision"),
-                            _from_decision(vsr.MODEL, "model"),
-                            _from_decision(vsr.REASONING, "reasoning"),
-                            *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
-                        ],
-                        request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
-                        response_headers_to_add=[
-                            _from_decision(vsr.DECISION, "decision"),
-                            _from_decision(vsr.MODEL, "model"),
-                            _from_decision(vsr.SIGNALS, "signals"),
-                            _from_decision(vsr.TRACE, "trace"),
-                            _from_decision(vsr.CACHE, "cache"),
-                            _from_decision(vsr.REASONING, "reasoning"),
-                        ],
-                        typed_per_filter_config=per_filter,
-                    )
+        for translate, respond, store in combinations:
+            matchers = [_decision_is("cluster", upstream.cluster)]
+            per_filter: dict[str, AnyMessage] = {}
+            suffix = ""
+            if translate:
+                matchers.append(_decision_is(TRANSLATE_KEY, "chat"))
+                suffix += "-translate"
+            if respond is not None:
+                matchers.append(_decision_is(RESPOND_KEY, respond))
+                per_filter[TOOL_RULES_FILTER] = _respond_override(respond)
+                suffix += f"-tools-{respond}"
+            elif options.tool_rules:
+                per_filter.update(_no_tool_rules(options))
+            if store:  # the store phase: a cache ticket or a conversation's answer to learn
+                matchers.append(_decision_has(OBSERVE_KEY))
+                suffix += "-store"
+            else:
+                per_filter.update(_no_cache_store(options))
+            result.append(
+                Route(
+                    name=f"vsr-{upstream.cluster}{suffix}",
+                    match=RouteMatch(
+                        safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers
+                    ),
+                    route=_translated(RouteAction(cluster=upstream.cluster, timeout=timeout), translate),
+                    request_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        _from_decision(vsr.REASONING, "reasoning"),
+                        *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+                    ],
+                    request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
+                    response_headers_to_add=[
+                        _from_decision(vsr.DECISION, "decision"),
+                        _from_decision(vsr.MODEL, "model"),
+                        _from_decision(vsr.SIGNALS, "signals"),
+                        _from_decision(vsr.TRACE, "trace"),
+                        _from_decision(vsr.CACHE, "cache"),
+                        _from_decision(vsr.REASONING, "reasoning"),
+                    ],
+                    typed_per_filter_config=per_filter,
                 )
+            )
     result.extend(_mcp_routes(mcp_upstreams, options, off))
+    result.append(_models_route(options, off))
     # Undecided: refused (400), unless the operator chose fail-open (failure_mode_allow), which
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
@@ -731,6 +765,39 @@ def routes(
     return result
 
 
+def _translated(action: RouteAction, translate: bool) -> RouteAction:
+    """A translated Messages request goes to the upstream's Chat Completions path."""
+    if translate:
+        action.regex_rewrite = RegexMatchAndSubstitute(pattern=RegexMatcher(regex="^.*$"), substitution=CHAT_PATH)
+    return action
+
+
+def _models_route(options: EnvoyOptions, off: Mapping[str, AnyMessage]) -> Route:
+    """GET /v1/models (and /v1/models/{id}): ext_proc gets the request headers and answers from the
+    policy; the route's cluster has no hosts, so the list is never fetched from one model's server."""
+    mode = ProcessingMode(
+        request_header_mode=ProcessingModeHeaderSendMode.SEND,
+        request_body_mode=ProcessingModeBodySendMode.NONE,
+        response_header_mode=ProcessingModeHeaderSendMode.SKIP,
+        response_body_mode=ProcessingModeBodySendMode.NONE,
+        request_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+        response_trailer_mode=ProcessingModeHeaderSendMode.SKIP,
+    )
+    return Route(
+        name="vsr-models",
+        match=RouteMatch(
+            safe_regex=RegexMatcher(regex="^" + re.escape(MODELS_PATH) + "(/[^/]+)?/*$"),
+            headers=[HeaderMatcher(name=":method", string_match=StringMatcher(exact="GET"))],
+        ),
+        route=RouteAction(cluster=UNDECIDED_CLUSTER, timeout=_duration(options.route_timeout_s)),
+        typed_per_filter_config={
+            "envoy.filters.http.ext_proc": _typed(ExtProcPerRoute(overrides=ExtProcOverrides(processing_mode=mode))),
+            "envoy.filters.http.buffer": _typed(BufferPerRoute(disabled=True)),
+            **off,
+        },
+    )
+
+
 def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: Mapping[str, AnyMessage]) -> list[Route]:
     """MCP (streamable HTTP) on `mcp_path`: a POST is decided by ext_proc (tools/call judged) and
     routed to the server's cluster, tools/list through the response phase (denied tools hidden);
@@ -742,7 +809,7 @@ def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: M
     path = HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))
     out: list[Route] = []
     for upstream in mcp_upstreams:
-        for respond in (["mcp_list", None] if options.tool_rules else [None]):
+        for respond in ["mcp_list", None] if options.tool_rules else [None]:
             matchers = [_decision_is("cluster", upstream.cluster)]
             per_filter: dict[str, AnyMessage] = dict(_no_cache_store(options))
             if respond is not None:
@@ -1134,6 +1201,8 @@ def render(
     message_timeout_s(options)  # refuse a timeout the server's deadline cannot answer within, first
     if not options.plugin_headers:
         options = replace(options, plugin_headers=plugin_header_names(policy_path))
+    if options.session_header is None:
+        options = replace(options, session_header=session_header_of(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)
     mcp_upstreams = mcp_upstreams_from_policy(policy_path, overrides)
     default = default_cluster_of(policy_path, upstreams)
@@ -1173,11 +1242,11 @@ def render(
             "- put the http_filters entries, in this order, before envoy.filters.http.router;\n"
             "- add the clusters to static_resources.clusters (or serve them over CDS);\n"
             "- set the HTTP connection manager's local_reply_config as below (a body-less POST gets a 400);\n"
-            "- route as below: per model cluster, the cache's store route (it also matches\n"
-            "  `vsr.cache_ticket`) then the plain one, both matching the `vsr.cluster` dynamic metadata\n"
-            "  (shown for the first cluster), the undecided route, then your fallback with ext_proc,\n"
-            "  buffer and vsr.cache_store disabled; set per_connection_buffer_limit_bytes to at least\n"
-            "  26 MiB (image bodies)."
+            "- route as below: per model cluster, the store-phase route (it also matches `vsr.observe`:\n"
+            "  a cache ticket or a conversation to learn), then the plain one, both matching the\n"
+            "  `vsr.cluster` dynamic metadata (shown for the first cluster), the undecided route, then\n"
+            "  your fallback with ext_proc, buffer and vsr.cache_store disabled; set\n"
+            "  per_connection_buffer_limit_bytes to at least 26 MiB (image bodies)."
         )
         if one
         else (

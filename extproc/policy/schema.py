@@ -33,6 +33,14 @@ class _Strict(BaseModel):
 
 
 Modality = Literal["text", "image"]
+# The APIs a model's server accepts. vLLM serves both OpenAI's and Anthropic's Messages
+# (`/v1/messages`), so both is the default; a server without Messages says `[openai]` and the
+# router translates Messages requests to Chat Completions (and the answers back) for it.
+ApiName = Literal["openai", "anthropic"]
+
+
+def _both_apis() -> list[ApiName]:
+    return ["openai", "anthropic"]
 
 
 def _text_only() -> list[Modality]:
@@ -49,6 +57,19 @@ class ModelSpec(_Strict):
     description: str = ""
     # How its server is told to think: a row of the reasoning families table (None: not at all).
     reasoning_family: str | None = Field(default=None, pattern=NAME_PATTERN)
+    api: list[ApiName] = Field(default_factory=_both_apis, min_length=1)
+
+    @field_validator("api")
+    @classmethod
+    def _speaks_openai(cls, api: list[ApiName]) -> list[ApiName]:
+        # Only Messages -> Chat is translated: a model must take OpenAI requests.
+        if "openai" not in api:
+            raise ValueError("api must include 'openai' (Messages requests are translated to it, not the reverse)")
+        return list(dict.fromkeys(api))
+
+    @property
+    def speaks_messages(self) -> bool:
+        return "anthropic" in self.api
 
     @property
     def target_model(self) -> str:
@@ -146,6 +167,9 @@ class Decision(_Strict):
     # sheds the request (`policy`), or is passed over so the next decisions are tried (`skip`: for
     # routing rules such as subject routing, where a lesser route beats a 429).
     on_overload: Literal["policy", "skip"] = "policy"
+    # Conversations: a follow-up this decision routes goes to the model that served the
+    # conversation (`conversations`); false: this decision moves it (safety routes).
+    sticky: bool = True
     # The semantic cache for requests this decision routes. A decision with restricted handling
     # (fail_safe) is cached only when its own spec says `enabled: true`, never by the default.
     cache: CacheSpec | None = None
@@ -211,6 +235,24 @@ class DefaultDecision(_Strict):
     action: Action
     plugins: Plugins = Field(default_factory=Plugins)
     cache: CacheSpec | None = None
+    sticky: bool = True
+
+
+class ConversationPolicy(_Strict):
+    """Conversations keep their model (`extproc.conversations`): a Responses follow-up
+    (`previous_response_id`) and, with `session_header`, any request carrying that header go to
+    the model that served the conversation, unless the winning decision says `sticky: false`."""
+
+    enabled: bool = True
+    session_header: str | None = Field(default=None, pattern=r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+    ttl_s: int = Field(default=86400, ge=1, le=30 * 86400)
+
+    @field_validator("session_header")
+    @classmethod
+    def _lower(cls, name: str | None) -> str | None:
+        if name is not None and name.lower().startswith(vsr.ROUTING_PREFIX):
+            raise ValueError(f"session_header {name!r}: x-vsr-* headers are the router's own")
+        return name.lower() if name is not None else None
 
 
 class Policy(_Strict):
@@ -230,6 +272,7 @@ class Policy(_Strict):
     # Agents: rules over tool calls in upstream answers and MCP tools/call, highest priority first.
     tool_rules: list[ToolRule] = Field(default_factory=list)
     mcp: McpSpec = Field(default_factory=McpSpec)
+    conversations: ConversationPolicy = Field(default_factory=ConversationPolicy)
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     default: DefaultDecision
@@ -254,6 +297,13 @@ class Policy(_Strict):
                     f"known: {', '.join(sorted(table))}"
                 )
         return self
+
+    def sticky(self, decision: str | None) -> bool:
+        """Whether a follow-up this decision routes stays on the conversation's model."""
+        if decision == self.default.name:
+            return self.default.sticky
+        found = next((d for d in self.decisions if d.name == decision), None)
+        return found.sticky if found is not None else True
 
     @model_validator(mode="after")
     def _check_cache(self) -> Policy:

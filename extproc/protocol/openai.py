@@ -49,8 +49,11 @@ def parse_request(
             raise PayloadTooLarge(f"request body is {len(raw)} bytes; the limit is {max_body_bytes}")
         data = _load_json(raw, max_depth)
     api = api_for_path(path) or _infer_api(data)
-    parser = _Parser(data, api, limits)
-    return parser.parse()
+    if api is ApiKind.MESSAGES:
+        from extproc.protocol.anthropic import MessagesParser
+
+        return MessagesParser(data, api, limits).parse()
+    return _Parser(data, api, limits).parse()
 
 
 def _load_json(raw: bytes, max_depth: int) -> dict[str, Any]:
@@ -136,9 +139,15 @@ class _Parser:
             self._parse_messages(data)
         elif req.api is ApiKind.RESPONSES:
             self._parse_responses(data)
-        else:
+        elif req.api is ApiKind.COMPLETIONS:
             self._parse_prompt(data)
+        else:
+            self.parse_api(data)
         return req
+
+    def parse_api(self, data: dict[str, Any]) -> None:
+        """The body of an API this parser does not know (a subclass's: Anthropic Messages)."""
+        raise MalformedRequest(f"no parser for the {self.request.api.value} API")
 
     # -- Chat Completions -------------------------------------------------------------
     def _parse_messages(self, data: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ class ApiKind(StrEnum):
     CHAT = "chat_completions"
     RESPONSES = "responses"
     COMPLETIONS = "completions"
+    MESSAGES = "messages"  # Anthropic Messages
 
 
 # The inference paths and the API each speaks: the only definition (settings, the servicer and
@@ -22,6 +23,7 @@ API_PATHS: dict[str, ApiKind] = {
     "/v1/chat/completions": ApiKind.CHAT,
     "/v1/responses": ApiKind.RESPONSES,
     "/v1/completions": ApiKind.COMPLETIONS,
+    "/v1/messages": ApiKind.MESSAGES,
 }
 
 # The token estimate is deliberately cheap and tokenizer-free: ceil(UTF-8 bytes / 4) over every
@@ -92,6 +94,10 @@ class RoutingRequest:
     def tool_choice(self) -> str | None:
         """`tool_choice` as one word: none / auto / required, or the forced function's name."""
         choice = self.raw.get("tool_choice")
+        if self.api is ApiKind.MESSAGES:
+            from extproc.protocol.anthropic import tool_choice_word
+
+            return tool_choice_word(choice)
         if isinstance(choice, str):
             return choice
         if isinstance(choice, dict):
@@ -99,6 +105,16 @@ class RoutingRequest:
             name = function.get("name") if isinstance(function, dict) else choice.get("name")
             return str(name) if name else None
         return None
+
+    @property
+    def end_user(self) -> str | None:
+        """Who the client says the end user is: OpenAI's `user`, Messages' `metadata.user_id`."""
+        if self.api is ApiKind.MESSAGES:
+            metadata = self.raw.get("metadata")
+            value = metadata.get("user_id") if isinstance(metadata, dict) else None
+        else:
+            value = self.raw.get("user")
+        return value if isinstance(value, str) and value else None
 
     @property
     def stores(self) -> bool:

@@ -44,6 +44,10 @@ def rewrite_body(
     if system_prompt is not None:
         if api is ApiKind.CHAT:
             body["messages"] = _with_system_message(raw.get("messages") or [], system_prompt, mode)
+        elif api is ApiKind.MESSAGES:
+            from extproc.protocol.anthropic import with_system_prompt
+
+            body["system"] = with_system_prompt(raw, system_prompt, mode)
         elif api is ApiKind.RESPONSES:
             existing = raw.get("instructions")
             if mode == "replace" or not existing:
@@ -66,7 +70,13 @@ def _with_system_message(messages: list[Any], content: str, mode: SystemPromptMo
 
 
 def _ids(api: ApiKind) -> tuple[str, int]:
-    prefix = {ApiKind.CHAT: "chatcmpl", ApiKind.RESPONSES: "resp", ApiKind.COMPLETIONS: "cmpl"}[api]
+    prefixes = {
+        ApiKind.CHAT: "chatcmpl",
+        ApiKind.RESPONSES: "resp",
+        ApiKind.COMPLETIONS: "cmpl",
+        ApiKind.MESSAGES: "msg",
+    }
+    prefix = prefixes[api]
     return f"{prefix}-vsr-{uuid.uuid4().hex[:24]}", int(time.time())
 
 
@@ -74,6 +84,10 @@ def assistant_reply(api: ApiKind, model: str, text: str) -> dict[str, Any]:
     """A complete, non-streamed reply in the request's API shape."""
     reply_id, created = _ids(api)
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    if api is ApiKind.MESSAGES:
+        from extproc.protocol.anthropic import assistant_message
+
+        return assistant_message(model, text, reply_id=reply_id)
     if api is ApiKind.RESPONSES:
         return {
             "id": reply_id,
@@ -116,6 +130,10 @@ def assistant_reply(api: ApiKind, model: str, text: str) -> dict[str, Any]:
 def assistant_reply_stream(api: ApiKind, model: str, text: str) -> bytes:
     """The same reply as server-sent events, ending with the stream's terminator."""
     reply_id, created = _ids(api)
+    if api is ApiKind.MESSAGES:
+        from extproc.protocol.anthropic import assistant_message_stream
+
+        return assistant_message_stream(model, text, reply_id=reply_id)
     events: list[tuple[str | None, dict[str, Any] | str]] = []
     if api is ApiKind.RESPONSES:
         full = assistant_reply(api, model, text)

@@ -31,8 +31,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
 from extproc.cache.service import build_semantic_cache
+from extproc.conversations.service import build_conversations
 from extproc.observability.decision_log import DecisionLog
-from extproc.observability.metrics import Metrics, SemanticCacheMetrics, live_metrics
+from extproc.observability.metrics import ConversationMetrics, Metrics, SemanticCacheMetrics, live_metrics
 from extproc.observability.observer import Observer, install_request_id_filter
 from extproc.observability.recent import RecentDecisions
 from extproc.observability.tracing import build_tracer
@@ -166,6 +167,11 @@ class ExtProcServer:
             self.service.cache = cache
             if self.metrics is not None:
                 self.metrics.add_source(SemanticCacheMetrics(cache).collect)
+        conversations = build_conversations(self.settings)
+        if conversations is not None:
+            self.service.conversations = conversations
+            if self.metrics is not None:
+                self.metrics.add_source(ConversationMetrics(conversations).collect)
         if self.decision_log is not None:
             self.decision_log.register_policy(policy)
         self.reloader = PolicyReloader(
@@ -232,6 +238,8 @@ class ExtProcServer:
             router.close()
         if self.service.cache is not None:
             await asyncio.to_thread(self.service.cache.close)
+        if self.service.conversations is not None:
+            await self.service.conversations.close()
         if self.decision_log is not None:
             await asyncio.to_thread(self.decision_log.close)
         if self.admin is not None:

@@ -55,12 +55,21 @@ from extproc import headers as vsr
 from extproc.agents import mcp
 from extproc.agents.answers import StreamGate, apply_to_json, calls_in_answer
 from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arguments
-from extproc.errors import error_body
+from extproc.errors import RequestError, error_body
 from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
+from extproc.protocol import anthropic
+from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
+from extproc.protocol.models_list import MODELS_PATH, is_models_path, model_body, models_body
 from extproc.protocol.request import API_PATHS, ApiKind
+from extproc.protocol.responses import dumps
+from extproc.protocol.translate import ChatToMessagesStream, chat_to_message
+from extproc.protocol.translate import chat_error_to_anthropic as anthropic_error_from_chat
 from extproc.server import mutations
 from extproc.server.loop_lag import LoopLag
+
+if TYPE_CHECKING:
+    from extproc.conversations.service import AnswerLearner, ConversationLookup, Conversations
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup, SemanticCache
@@ -86,6 +95,10 @@ TENANT_PREFIX = "tenant:"
 CACHE_CONTROL_KEY = "cache_control"
 RESPOND_KEY = "respond"  # in vsr: the tool rules' response phase this request needs (json, stream, mcp_list)
 TICKET_KEY = "cache_ticket"  # in vsr: what the store phase stores the answer as (the store routes match it)
+CONVERSATION_KEY = "conversation"  # in vsr: what the store phase learns for the conversation store
+OBSERVE_KEY = "observe"  # in vsr: the store phase is wanted (a cache ticket or a conversation ticket)
+SESSION_KEY = "session"  # in vsr.request: the policy's session header (envoy_config copies it)
+TRANSLATE_KEY = "translate"  # in vsr: the upstream speaks Chat for this Messages request (routes rewrite the path)
 _TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -120,6 +133,14 @@ class _Stream:
     response_body: bytearray = field(default_factory=bytearray)
     gate: StreamGate | None = None
     respond_rules: bool = False  # the policy has tool rules (set when the request is decided)
+    anthropic_client: bool = False  # the client sent anthropic-version (GET /v1/models answers in its shape)
+    translator: ChatToMessagesStream | None = None  # a Chat answer streamed back as Messages events
+    translate: bool = False  # the answer is Chat Completions for a Messages request: translate it back
+    session: str | None = None  # the policy's session header, from the vsr.request metadata
+    conversation: ConversationLookup | None = None
+    learner: AnswerLearner | None = None  # the store phase: what the answer teaches the conversation store
+    observe_started: bool = False
+    cache_done: bool = False  # the store phase's cache part has what it needs (or never will)
 
 
 class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
@@ -135,6 +156,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         tracer: StreamTracer | None = None,
         cache: SemanticCache | None = None,
         shed_wait_s: float = 0.0,
+        conversations: Conversations | None = None,
     ) -> None:
         self.router = router  # None until the policy and models are loaded (health: NOT_SERVING)
         self.inference_paths = frozenset(inference_paths)
@@ -146,8 +168,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         # already when it is read, so its request deadline counts from then (server/loop_lag.py).
         self.loop_lag = LoopLag()
         self.shed_wait_s = shed_wait_s  # a message read later than this after it arrived is shed; 0: never
+        self.conversations = conversations  # conversations kept on their model; None: off
         self.in_flight = 0
-        self._stores: set[asyncio.Task[str]] = set()  # background stores, kept until done
+        self._stores: set[asyncio.Task[Any]] = set()  # background stores (cache, conversations), kept until done
         self.on_idle: Callable[[], None] | None = None  # called when the last stream in flight ends
 
     async def Process(self, request_iterator: AsyncIterator[Any], context: Any) -> AsyncIterator[Any]:
@@ -201,8 +224,45 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
     # -- phases -------------------------------------------------------------------------------
 
     def _observe(self, request: Any, phase: str, stream: _Stream) -> bool:
-        """The store phase: collect the upstream's answer; store it once it is complete.
-        True when nothing more is wanted from this stream."""
+        """The store phase: the upstream's answer for the cache and the conversation store.
+        True when neither wants more of this stream."""
+        if not stream.observe_started:
+            stream.observe_started = True
+            stream.learner = self._learner_of(request)
+        learned = self._learn(request, phase, stream) if stream.learner is not None else True
+        if not stream.cache_done:
+            stream.cache_done = self._observe_cache(request, phase, stream)
+        return learned and stream.cache_done
+
+    def _learner_of(self, request: Any) -> AnswerLearner | None:
+        if self.conversations is None:
+            return None
+        meta = request.metadata_context.filter_metadata.get(mutations.DECISION_NAMESPACE)
+        ticket = meta.fields.get(CONVERSATION_KEY) if meta is not None else None
+        return self.conversations.learner(ticket.string_value) if ticket is not None else None
+
+    def _learn(self, request: Any, phase: str, stream: _Stream) -> bool:
+        learner, conversations = stream.learner, self.conversations
+        assert learner is not None and conversations is not None
+        if phase == "response_headers":
+            status, _ = _status_and_type(request.response_headers)
+            chunk, end = b"", request.response_headers.end_of_stream
+        elif phase == "response_body":
+            status = learner.status or _response_attributes(request)[0]
+            chunk, end = request.response_body.body, request.response_body.end_of_stream
+        else:
+            return False
+        learner.status = learner.status or status
+        if not learner.feed(status, chunk, end):
+            return False
+        stream.learner = None
+        task = asyncio.create_task(conversations.learn(learner))
+        self._stores.add(task)
+        task.add_done_callback(self._stores.discard)
+        return True
+
+    def _observe_cache(self, request: Any, phase: str, stream: _Stream) -> bool:
+        """The cache's part: collect the answer; store it once it is complete. True when done."""
         cache = self.cache
         if cache is None:
             return True
@@ -263,12 +323,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if client is not None:
             if self.debug_headers and "debug" in client.fields:
                 stream.debug = client.fields["debug"].string_value.strip().lower() in _TRUTHY
-            if self.cache is not None:
+            if self.cache is not None or self.conversations is not None:
                 for key, value in client.fields.items():
                     if key.startswith(TENANT_PREFIX):
                         stream.tenant[key[len(TENANT_PREFIX) :]] = value.string_value
                     elif key == CACHE_CONTROL_KEY:
                         stream.cache_control = value.string_value
+                    elif key == SESSION_KEY:
+                        stream.session = value.string_value or None
         if stream.trace is not None and CLIENT_METADATA in request.metadata_context.filter_metadata:
             stream.trace.read_metadata(request.metadata_context.filter_metadata[CLIENT_METADATA].fields)
         REQUEST_ID.set(stream.request_id)
@@ -290,10 +352,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                     stream.debug = _value(header).strip().lower() in _TRUTHY
             elif key == "x-request-id":
                 stream.request_id = _value(header)
+            elif key == ANTHROPIC_VERSION_HEADER:
+                stream.anthropic_client = True
             elif stream.trace is not None and key in TRACE_HEADERS:
                 stream.trace.client_header(key, _value(header))
         REQUEST_ID.set(stream.request_id)  # log records of this request carry it
         stripped = bool(stream.stripped)
+        if method == "GET" and is_models_path(stream.path):
+            return self._models(stream)
         if method != "POST" or stream.path not in self.inference_paths:
             return mutations.continue_request_headers(stream.stripped, clear_route_cache=stripped, pass_through=True)
         if headers.end_of_stream:  # no body will follow: decide now
@@ -346,6 +412,14 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         if trace is not None:
             trace.outcome = outcome
         stream.respond_rules = bool(router.policy.tool_rules)
+        if outcome.action == "route" and self.conversations is not None and not stream.headers_seen:
+            # before the cache: its key names the model, and the conversation may change it
+            stream.conversation = await self.conversations.follow(
+                outcome, router.policy.spec, tenant=stream.tenant, session=stream.session
+            )
+            if stream.conversation.state != "off":
+                outcome.timings_ms["conversation"] = stream.conversation.lookup_ms
+                outcome.conversation = stream.conversation.to_dict()
         if outcome.action == "route" and self.cache is not None and not stream.headers_seen:
             looked_up = time.perf_counter()
             stream.cache = await self.cache.lookup(
@@ -367,9 +441,16 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             if at_headers:
                 remove = [h for h in stream.stripped if h.lower() not in upstream_headers]
                 return mutations.route_request_headers(upstream_headers, remove)
-            return mutations.route_request_body(
-                upstream_headers, outcome.rewritten_body(), self._decision_metadata(outcome, stream)
-            )
+            try:
+                new_body = outcome.rewritten_body()
+            except RequestError as exc:  # a Messages feature with no Chat form, for an OpenAI-only model
+                return mutations.immediate(
+                    exc.status,
+                    stream.client_headers,
+                    dumps(anthropic.error_body(exc.status, exc.message)),
+                    details=exc.code,
+                )
+            return mutations.route_request_body(upstream_headers, new_body, self._decision_metadata(outcome, stream))
 
         self._log(stream, outcome.action, outcome.status, outcome.decision)
         immediate = outcome.immediate_response()
@@ -387,23 +468,33 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         stream.respond = fields[RESPOND_KEY].string_value
         stream.respond_api = fields["api"].string_value if "api" in fields else ApiKind.CHAT.value
         stream.respond_store = "store" in fields
+        stream.translate = TRANSLATE_KEY in fields
         stream.response_status, stream.response_type = _status_and_type(request.response_headers)
         if stream.respond == "stream" and stream.response_status == 200 and "event-stream" in stream.response_type:
             stream.gate = StreamGate(ApiKind(stream.respond_api))
+            if stream.translate:
+                stream.translator = ChatToMessagesStream()
         return mutations.response_headers({})
 
     async def _response_body(self, body: Any, stream: _Stream) -> Any:
         router = self.router
+        if stream.translate and stream.response_status != 200 and stream.respond == "json":
+            return self._translated_error(body, stream)
         if not stream.respond or stream.response_status != 200 or router is None:
             return mutations.continue_phase("response_body")
         if stream.gate is not None:  # a stream: pass what carries no tool call, hold the rest
             gate = stream.gate
             passed = gate.feed(body.body, body.end_of_stream)
             if not body.end_of_stream or not gate.ready:
+                if stream.translator is not None:
+                    passed = stream.translator.feed(passed, body.end_of_stream)
                 return mutations.response_body(passed, clear=not passed)
             calls, text = gate.calls()
             verdict = await self._judge(router, calls, text, stream)
-            return mutations.response_body(passed + gate.release(verdict))
+            out = passed + gate.release(verdict)
+            if stream.translator is not None:
+                out = stream.translator.feed(out, end=True)
+            return mutations.response_body(out, clear=not out)
         stream.response_body += body.body
         if not body.end_of_stream:
             return mutations.continue_phase("response_body")
@@ -419,6 +510,9 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         calls, text = calls_in_answer(api, doc)
         verdict = await self._judge(router, calls, text, stream)
         new_body = apply_to_json(api, doc, verdict) if isinstance(doc, dict) else None
+        if stream.translate and isinstance(doc, dict):
+            judged = json.loads(new_body) if new_body is not None else doc
+            new_body = dumps(chat_to_message(judged))
         headers = verdict.headers()
         if new_body is not None:
             headers["content-length"] = str(len(new_body))
@@ -445,6 +539,37 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
                 attributes = {**attributes, "vsr.tool_rules.rule": verdict.rule}
             stream.trace.add_span("vsr.tool_rules", started, time.perf_counter(), attributes)
         return verdict
+
+    def _translated_error(self, body: Any, stream: _Stream) -> Any:
+        """An OpenAI-only upstream's error for a Messages client, in Anthropic's envelope."""
+        stream.response_body += body.body
+        if not body.end_of_stream:
+            return mutations.continue_phase("response_body")
+        data = anthropic_error_from_chat(stream.response_status, bytes(stream.response_body))
+        stream.response_body = bytearray()
+        headers = {"content-length": str(len(data)), "content-type": "application/json"}
+        return mutations.response_body(data, headers)
+
+    def _models(self, stream: _Stream) -> Any:
+        """GET /v1/models (and /v1/models/{id}) answered from the policy; never forwarded."""
+        router = self.router
+        if router is None:
+            return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
+        spec = router.policy.spec
+        name = stream.path[len(MODELS_PATH) + 1 :]
+        if not name:
+            body = models_body(spec, anthropic=stream.anthropic_client, created=int(time.time()))
+            return mutations.immediate(200, {"content-type": "application/json"}, dumps(body), details="vsr_models")
+        found = model_body(spec, name, anthropic=stream.anthropic_client)
+        if found is None:
+            message = f"The model {name!r} does not exist"
+            error = (
+                anthropic.error_body(404, message)
+                if stream.anthropic_client
+                else error_body(message, "invalid_request_error", "model_not_found")
+            )
+            return mutations.immediate(404, {"content-type": "application/json"}, dumps(error), details="vsr_models")
+        return mutations.immediate(200, {"content-type": "application/json"}, dumps(found), details="vsr_models")
 
     # -- MCP ----------------------------------------------------------------------------------
 
@@ -531,11 +656,20 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
             metadata["api"] = request.api.value
             if request.stores:
                 metadata["store"] = "true"
+        if request is not None and outcome.translates:  # the answer comes back as Chat: translated back
+            metadata[RESPOND_KEY] = "stream" if request.stream else "json"
+            metadata["api"] = ApiKind.CHAT.value
+            metadata[TRANSLATE_KEY] = "chat"
         lookup = stream.cache
         if lookup is not None and lookup.state != "off":
             metadata["cache"] = lookup.state
             if lookup.ticket is not None:
                 metadata[TICKET_KEY] = lookup.ticket
+                metadata[OBSERVE_KEY] = "1"
+        conversation = stream.conversation
+        if conversation is not None and conversation.ticket is not None:
+            metadata[CONVERSATION_KEY] = conversation.ticket
+            metadata[OBSERVE_KEY] = "1"
         return metadata
 
     def _client_headers(self, outcome: RoutingOutcome, stream: _Stream) -> dict[str, str]:

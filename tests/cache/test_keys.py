@@ -113,3 +113,14 @@ def test_guards_catch_what_embeddings_miss_and_let_paraphrases_through() -> None
         assert semantically_compatible(a, b), (a, b)
     assert numbers_of("Round pi to two places") != numbers_of("Round pi to four places")
     assert numbers_of("Give me 3 ideas") == ["3"]
+
+
+def test_a_follow_up_whose_earlier_turns_live_on_the_server_is_not_cached() -> None:
+    from extproc.protocol.openai import parse_request
+
+    plain = parse_request(b'{"model":"auto","input":"And then?"}', path="/v1/responses")
+    follow_up = parse_request(
+        b'{"model":"auto","input":"And then?","previous_response_id":"resp_1"}', path="/v1/responses"
+    )
+    assert cache_key(plain, "m", "p") is not None
+    assert cache_key(follow_up, "m", "p") is None

@@ -292,3 +292,26 @@ async def test_malformed_demo_reply_is_400(demo: str, header: str | bytes) -> No
             assert "x-demo-reply" in error["message"]
         # the server is still fine afterwards
         assert (await client.post("/v1/chat/completions", json=CHAT)).status_code == 200
+
+
+async def test_messages_served_natively_or_not_at_all() -> None:
+    native_port, openai_port = free_port(), free_port()
+    server = DemoServer(
+        [
+            DemoUpstream("native", "127.0.0.1", native_port, ("m",), stream_delay_s=0.0),
+            DemoUpstream("plain", "127.0.0.1", openai_port, ("m",), stream_delay_s=0.0, messages=False),
+        ]
+    )
+    await server.start()
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        async with httpx.AsyncClient() as client:
+            reply = await client.post(f"http://127.0.0.1:{native_port}/v1/messages", json=body)
+            assert reply.status_code == 200 and reply.json()["type"] == "message"
+            assert "you said: hi" in reply.json()["content"][0]["text"]
+            streamed = await client.post(f"http://127.0.0.1:{native_port}/v1/messages", json={**body, "stream": True})
+            assert streamed.text.startswith("event: message_start") and "event: message_stop" in streamed.text
+            refused = await client.post(f"http://127.0.0.1:{openai_port}/v1/messages", json=body)
+            assert refused.status_code == 404
+    finally:
+        await server.close()

@@ -57,7 +57,8 @@ def test_all_yaml_parses_and_manifests_fit_together() -> None:
     assert envoy["volumes"][0]["configMap"]["name"] == docs[("ConfigMap", "vsr-envoy")]["metadata"]["name"]
 
     compose = yaml.safe_load((DOCKER / "compose.yaml").read_text())
-    assert set(compose["services"]) == {"extproc", "upstreams", "mcp", "envoy"}
+    assert set(compose["services"]) == {"extproc", "upstreams", "mcp", "envoy", "redis"}
+    assert compose["services"]["extproc"]["environment"]["VSR_CONVERSATIONS__BACKEND"] == "redis"
     assert compose["services"]["envoy"]["ports"] == ["127.0.0.1:8801:8801"]
 
 

@@ -102,7 +102,7 @@ def test_contract_values() -> None:
     assert store["metadata_options"]["forwarding_namespaces"]["untyped"] == ["vsr"]
     for route in routes:
         matchers = route["match"].get("dynamic_metadata", [])
-        stores = any(m["path"][0]["key"] == "cache_ticket" for m in matchers)
+        stores = any(m["path"][0]["key"] == "observe" for m in matchers)  # a cache ticket or a conversation
         disabled = route.get("typed_per_filter_config", {}).get("vsr.cache_store", {}).get("disabled", False)
         assert stores != disabled, route["name"]
     # The tool rules' response phase: on only where the decision asks for it, in its body mode.
@@ -214,3 +214,25 @@ def test_the_stack_and_the_cli_size_it_from_the_servers_own_settings(tmp_path: P
     )
     assert proc.returncode == 0, proc.stderr
     assert _message_timeouts(proc.stdout) == {"3.500s"}
+
+
+def test_translated_messages_and_models_routes() -> None:
+    full = yaml.safe_load((REPO / "envoy" / "envoy.yaml").read_text())
+    hcm = full["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    routes = hcm["route_config"]["virtual_hosts"][0]["routes"]
+    names = [r["name"] for r in routes]
+    translated = [r for r in routes if "-translate" in r["name"]]
+    # every cluster: translate x (stream, json) x (store, no store), each before the plain routes
+    assert len(translated) == 4 * len(upstreams_from_policy(POLICY))
+    for route in translated:
+        assert route["route"]["regex_rewrite"]["substitution"] == "/v1/chat/completions"
+        keys = {m["path"][0]["key"]: m["value"] for m in route["match"]["dynamic_metadata"]}
+        assert keys["translate"] == {"string_match": {"exact": "chat"}}
+        assert keys["respond"]["string_match"]["exact"] in ("stream", "json")
+        plain = route["name"].replace("-translate", "")
+        assert names.index(route["name"]) < names.index(plain)
+    models = next(r for r in routes if r["name"] == "vsr-models")
+    assert models["route"]["cluster"] == "vsr_undecided"  # never forwarded to a model's server
+    override = models["typed_per_filter_config"]["envoy.filters.http.ext_proc"]["overrides"]["processing_mode"]
+    assert override["request_header_mode"] == "SEND"
+    assert names.index("vsr-models") < names.index("passthrough")

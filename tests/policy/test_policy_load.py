@@ -171,3 +171,18 @@ def test_a_policy_may_omit_signals_and_decisions(
 ) -> None:
     policy = compile_policy("default: {name: only, action: {type: route, models: [vlm]}}\n", base=policy_base)
     assert policy.decisions == [] and policy.signals == {} and policy.default.name == "only"
+
+
+def test_model_api_defaults_to_both_and_must_include_openai() -> None:
+    from pydantic import ValidationError
+
+    from extproc.policy.schema import ModelSpec
+
+    assert ModelSpec(name="m", cluster="c").api == ["openai", "anthropic"]
+    assert ModelSpec(name="m", cluster="c").speaks_messages
+    only_openai = ModelSpec(name="m", cluster="c", api=["openai", "openai"])
+    assert only_openai.api == ["openai"] and not only_openai.speaks_messages
+    with pytest.raises(ValidationError, match="must include 'openai'"):
+        ModelSpec(name="m", cluster="c", api=["anthropic"])
+    with pytest.raises(ValidationError):
+        ModelSpec(name="m", cluster="c", api=["grpc"])

@@ -205,7 +205,8 @@ async def test_strips_client_routing_headers_in_any_case_and_repeats(harness: Ha
 
 
 async def test_non_inference_paths_pass_through(harness: Harness) -> None:
-    for path, method in (("/v1/models", "GET"), ("/health", "GET"), (CHAT, "GET"), ("/v1/embeddings", "POST")):
+    # (GET /v1/models is answered by the router: tests/server/test_grpc_service_messages.py)
+    for path, method in (("/health", "GET"), (CHAT, "GET"), ("/v1/embeddings", "POST"), ("/v1/models", "POST")):
         replies = await harness.exchange(headers_msg(path, method, extra=[("x-vsr-cluster", "a")]))
         reply = replies[0]
         assert reply.request_headers.response.header_mutation.remove_headers == ["x-vsr-cluster"]

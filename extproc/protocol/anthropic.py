@@ -1,0 +1,342 @@
+"""Anthropic Messages (`POST /v1/messages`): the request parsed into the one RoutingRequest, and
+what the router answers itself in Anthropic's shapes (errors, a clarifying message, its SSE).
+
+Parsing follows the OpenAI parser's rules (`protocol.openai._Parser`: typed errors, the same
+image checks, the same token estimate), with Messages' own content blocks:
+
+- `system`: a string or text blocks -> system text;
+- `messages[].content`: a string or blocks: `text`; `image` (`source.type` base64, read and
+  checked like a `data:` image, or url, never fetched); `document` (plain-text sources and
+  `content` sources are read; base64 PDFs and URLs are passed on unread); `tool_use` (assistant:
+  a tool call, its `input` as the call's arguments); `tool_result` (user: its text is tool text,
+  role `tool`, source `tool_result`, as Chat's `role: tool` messages; images inside are checked);
+  `thinking` / `redacted_thinking` (assistant) are not read;
+- `tools` (their names), `tool_choice`, `thinking`, `stream`, `metadata.user_id` are checked for
+  type; they travel to the upstream unchanged.
+
+A user turn is a user message with at least one block that is not a `tool_result` (a message
+that only returns tool results continues the assistant's turn).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from extproc.errors import MalformedRequest, PayloadTooLarge
+from extproc.images import RemoteImage, inspect_image, parse_data_uri
+from extproc.protocol.openai import _json_type, _Parser
+from extproc.protocol.request import Role
+from extproc.protocol.responses import dumps
+
+ANTHROPIC_VERSION_HEADER = "anthropic-version"
+_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
+_IGNORED_BLOCKS = frozenset({"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"})
+_TOOL_CHOICES = frozenset({"auto", "any", "tool", "none"})
+
+# Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+class MessagesParser(_Parser):
+    """The Messages body: system, messages of blocks, tools, tool_choice, thinking, metadata."""
+
+    def parse_api(self, data: dict[str, Any]) -> None:
+        self._parse_system(data.get("system"))
+        self._check_object("thinking", data.get("thinking"))
+        self._parse_tool_choice(data.get("tool_choice"))
+        metadata = data.get("metadata")
+        self._check_object("metadata", metadata)
+        user_id = metadata.get("user_id") if isinstance(metadata, dict) else None
+        if user_id is not None and not isinstance(user_id, str):
+            raise MalformedRequest("metadata.user_id must be a string", param="metadata.user_id")
+        max_tokens = data.get("max_tokens")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+            raise MalformedRequest(f"'max_tokens' must be an integer, not {_json_type(max_tokens)}", param="max_tokens")
+        messages = data.get("messages")
+        if messages is None:
+            raise MalformedRequest("'messages' is required", code="missing_field", param="messages")
+        if not isinstance(messages, list):
+            raise MalformedRequest(f"'messages' must be an array, not {_json_type(messages)}", param="messages")
+        if not messages:
+            raise MalformedRequest("'messages' must not be empty", param="messages")
+        for index, message in enumerate(messages):
+            where = f"messages[{index}]"
+            if not isinstance(message, dict):
+                raise MalformedRequest(f"{where} must be an object, not {_json_type(message)}", param=where)
+            value = message.get("role")
+            role = _ROLES.get(value) if isinstance(value, str) else None
+            if role is None:
+                raise MalformedRequest(
+                    f"{where}.role must be 'user' or 'assistant', not {value!r}", param=f"{where}.role"
+                )
+            self._parse_message(message.get("content"), role, index, where)
+
+    @staticmethod
+    def _check_object(name: str, value: object) -> None:
+        if value is not None and not isinstance(value, dict):
+            raise MalformedRequest(f"'{name}' must be an object, not {_json_type(value)}", param=name)
+
+    def _parse_system(self, system: object) -> None:
+        if system is None:
+            return
+        if isinstance(system, str):
+            self._add_text(Role.SYSTEM, system, -1, "content")
+            return
+        if not isinstance(system, list):
+            raise MalformedRequest(
+                f"'system' must be a string or text blocks, not {_json_type(system)}", param="system"
+            )
+        for position, block in enumerate(system):
+            where = f"system[{position}]"
+            if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+                raise MalformedRequest(f"{where} must be a text block with a string 'text'", param=where)
+            self._add_text(Role.SYSTEM, block["text"], -1, "content")
+
+    def _parse_tool_choice(self, choice: object) -> None:
+        if choice is None:
+            return
+        if not isinstance(choice, dict) or choice.get("type") not in _TOOL_CHOICES:
+            raise MalformedRequest(
+                f"'tool_choice' must be an object whose type is one of {sorted(_TOOL_CHOICES)}", param="tool_choice"
+            )
+        if choice["type"] == "tool" and not isinstance(choice.get("name"), str):
+            raise MalformedRequest("tool_choice of type 'tool' needs a string 'name'", param="tool_choice.name")
+
+    def _parse_message(self, content: object, role: Role, index: int, where: str) -> None:
+        if isinstance(content, str):
+            if role is Role.USER:
+                self.request.turn_count += 1
+            self._add_text(role, content, index, "content")
+            return
+        if not isinstance(content, list):
+            raise MalformedRequest(
+                f"{where}.content must be a string or an array of blocks, not {_json_type(content)}",
+                param=f"{where}.content",
+            )
+        user_turn = False
+        for position, block in enumerate(content):
+            kind = self._block(block, role, index, f"{where}.content[{position}]", "content")
+            user_turn = user_turn or kind != "tool_result"
+        if role is Role.USER and user_turn:
+            self.request.turn_count += 1
+
+    def _block(self, block: object, role: Role, index: int, where: str, source: str) -> str:
+        """Read one content block; returns its type."""
+        if not isinstance(block, dict):
+            raise MalformedRequest(f"{where} must be an object, not {_json_type(block)}", param=where)
+        kind = block.get("type")
+        if not isinstance(kind, str):
+            raise MalformedRequest(f"{where}.type must be a string", param=f"{where}.type")
+        if kind == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise MalformedRequest(f"{where}.text must be a string", param=f"{where}.text")
+            self._add_text(role, text, index, source)
+        elif kind == "image":
+            self._image(block.get("source"), index, where)
+        elif kind == "document":
+            self._document(block.get("source"), role, index, where, source)
+        elif kind == "tool_use":
+            if role is not Role.ASSISTANT:
+                raise MalformedRequest(f"{where}: tool_use blocks belong to assistant messages", param=where)
+            name = block.get("name")
+            if not isinstance(name, str) or not name:
+                raise MalformedRequest(f"{where}.name must be a non-empty string", param=f"{where}.name")
+            arguments = block.get("input", {})
+            if not isinstance(arguments, dict):
+                raise MalformedRequest(f"{where}.input must be an object", param=f"{where}.input")
+            self._add_tool_call(name, json.dumps(arguments, ensure_ascii=False), index)
+        elif kind == "tool_result":
+            if role is not Role.USER:
+                raise MalformedRequest(f"{where}: tool_result blocks belong to user messages", param=where)
+            if not isinstance(block.get("tool_use_id"), str):
+                raise MalformedRequest(f"{where}.tool_use_id must be a string", param=f"{where}.tool_use_id")
+            result = block.get("content")
+            if isinstance(result, str):
+                self._add_text(Role.TOOL, result, index, "tool_result")
+            elif isinstance(result, list):
+                for position, inner in enumerate(result):
+                    self._block(inner, Role.TOOL, index, f"{where}.content[{position}]", "tool_result")
+            elif result is not None:
+                raise MalformedRequest(
+                    f"{where}.content must be a string or an array of blocks", param=f"{where}.content"
+                )
+        # thinking, redacted_thinking, server tool blocks and unknown future types pass unread.
+        return kind
+
+    def _image(self, source: object, index: int, where: str) -> None:
+        if not isinstance(source, dict):
+            raise MalformedRequest(f"{where}.source must be an object", param=f"{where}.source")
+        req = self.request
+        if len(req.images) + len(req.remote_images) >= self.limits.max_images:
+            raise PayloadTooLarge(f"request has more than {self.limits.max_images} images", code="too_many_images")
+        kind = source.get("type")
+        if kind == "url":
+            url = source.get("url")
+            if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+                raise MalformedRequest(f"{where}.source.url must be an http(s) URL", param=f"{where}.source.url")
+            req.remote_images.append(RemoteImage(url=url, message_index=index))
+        elif kind == "base64":
+            media_type, data = source.get("media_type"), source.get("data")
+            if not isinstance(media_type, str) or not isinstance(data, str):
+                raise MalformedRequest(f"{where}.source needs string 'media_type' and 'data'", param=f"{where}.source")
+            mime, payload = parse_data_uri(f"data:{media_type};base64,{data}")
+            req.images.append(inspect_image(payload, declared_mime=mime, limits=self.limits, message_index=index))
+        elif kind == "file":
+            return  # an uploaded file reference: nothing to inspect here
+        else:
+            raise MalformedRequest(
+                f"{where}.source.type must be 'base64', 'url' or 'file', not {kind!r}", param=f"{where}.source.type"
+            )
+
+    def _document(self, source: object, role: Role, index: int, where: str, origin: str) -> None:
+        if not isinstance(source, dict):
+            raise MalformedRequest(f"{where}.source must be an object", param=f"{where}.source")
+        kind = source.get("type")
+        if kind == "text":
+            data = source.get("data")
+            if not isinstance(data, str):
+                raise MalformedRequest(f"{where}.source.data must be a string", param=f"{where}.source.data")
+            self._add_text(role, data, index, origin)
+        elif kind == "content":
+            blocks = source.get("content")
+            if isinstance(blocks, str):
+                self._add_text(role, blocks, index, origin)
+            elif isinstance(blocks, list):
+                for position, inner in enumerate(blocks):
+                    self._block(inner, role, index, f"{where}.source.content[{position}]", origin)
+        # base64 (PDF), url and file documents are passed on unread (see SECURITY.md).
+
+
+def tool_choice_word(choice: object) -> str | None:
+    """Messages' tool_choice as the RoutingRequest's word: auto / none / required, or the tool's name."""
+    if not isinstance(choice, dict):
+        return None
+    kind = choice.get("type")
+    if kind == "tool":
+        name = choice.get("name")
+        return str(name) if name else None
+    return {"auto": "auto", "any": "required", "none": "none"}.get(str(kind))
+
+
+def with_system_prompt(raw: dict[str, Any], content: str, mode: str) -> str | list[Any]:
+    """`system` with the policy's prompt inserted before the client's (`insert`) or in its place."""
+    existing = raw.get("system")
+    if mode == "replace" or not existing:
+        return content
+    if isinstance(existing, list):
+        return [{"type": "text", "text": content}, *existing]
+    return f"{content}\n\n{existing}"
+
+
+# -- what the router answers itself -----------------------------------------------------------
+
+
+def error_type_for(status: int) -> str:
+    if status in _ERROR_TYPES:
+        return _ERROR_TYPES[status]
+    return "api_error" if status >= 500 else "invalid_request_error"
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """Anthropic's error envelope: {"type": "error", "error": {"type", "message"}}."""
+    return {"type": "error", "error": {"type": error_type_for(status), "message": message}}
+
+
+def message_id() -> str:
+    return f"msg-vsr-{uuid.uuid4().hex[:24]}"
+
+
+def assistant_message(model: str, text: str, *, reply_id: str | None = None) -> dict[str, Any]:
+    """A complete assistant message (a clarification, a refusal, a cached answer)."""
+    return {
+        "id": reply_id or message_id(),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def sse_event(name: str, data: dict[str, Any]) -> bytes:
+    """One Messages SSE event: its type on the `event:` line and in the data."""
+    return b"event: " + name.encode() + b"\ndata: " + dumps({"type": name, **data}) + b"\n\n"
+
+
+def assistant_message_stream(model: str, text: str, *, reply_id: str | None = None) -> bytes:
+    """The same message as Messages SSE: message_start, one text block, message_delta, message_stop."""
+    started = {**assistant_message(model, text, reply_id=reply_id), "content": [], "stop_reason": None}
+    return b"".join(
+        [
+            sse_event("message_start", {"message": started}),
+            sse_event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            sse_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            sse_event("content_block_stop", {"index": 0}),
+            sse_event(
+                "message_delta",
+                {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 0}},
+            ),
+            sse_event("message_stop", {}),
+        ]
+    )
+
+
+def assembled_message(events: list[tuple[str | None, str]]) -> dict[str, Any] | None:
+    """The whole message a Messages SSE stream carried ((name, data) pairs, `sse.events`), or
+    None when it did not end with message_stop (cut off, or an error event)."""
+    message: dict[str, Any] | None = None
+    blocks: dict[int, dict[str, Any]] = {}
+    partial_json: dict[int, list[str]] = {}
+    for _, data in events:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(event, dict):
+            return None
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            message = dict(event["message"])
+        elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
+            blocks[int(event.get("index", len(blocks)))] = dict(event["content_block"])
+        elif kind == "content_block_delta" and isinstance(event.get("delta"), dict):
+            index, delta = int(event.get("index", 0)), event["delta"]
+            block = blocks.setdefault(index, {"type": "text", "text": ""})
+            if delta.get("type") == "text_delta":
+                block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
+            elif delta.get("type") == "input_json_delta":
+                partial_json.setdefault(index, []).append(str(delta.get("partial_json", "")))
+            elif delta.get("type") == "thinking_delta":
+                block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+        elif kind == "message_delta" and message is not None:
+            change = event.get("delta")
+            if isinstance(change, dict):
+                message.update({k: v for k, v in change.items() if k in ("stop_reason", "stop_sequence")})
+            if isinstance(event.get("usage"), dict):
+                message["usage"] = {**(message.get("usage") or {}), **event["usage"]}
+        elif kind == "error":
+            return None
+        elif kind == "message_stop" and message is not None:
+            for index, pieces in partial_json.items():
+                text = "".join(pieces)
+                try:
+                    blocks[index]["input"] = json.loads(text) if text.strip() else {}
+                except ValueError:
+                    blocks[index]["input"] = {"_arguments": text}
+            message["content"] = [blocks[i] for i in sorted(blocks)]
+            return message
+    return None
