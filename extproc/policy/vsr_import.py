@@ -17,9 +17,11 @@ Rule trees keep their meaning where they can: an unmapped leaf makes its subtree
 `OR` (or an `AND` under a `NOT`) may drop unknown children, which only makes the decision fire
 less often than VSR's (reported as approximated); anything else drops the decision.
 
-Constructs that need signal types or fields our schema does not have yet (the `domain` and
-`complexity` signals, a route's `reasoning`, a model's `reasoning_family`) are mapped only when
-`Capabilities` says the schema has them; otherwise they are reported as "no counterpart yet".
+The `domain` and `complexity` signals, a route's `reasoning` and a model's `reasoning_family` are
+mapped onto their real specs (extproc.signals.domain, extproc.signals.complexity,
+extproc.policy.reasoning), every value checked against them first: a value they would refuse is a
+report item, never part of the policy. `Capabilities` still lets a build without those types report
+them as "no counterpart yet".
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import ValidationError
 
+from extproc.models.domain_classifier import SUBJECTS
 from extproc.policy.load import PolicyLoader
+from extproc.policy.reasoning import BUILTIN_FAMILIES, Effort
 from extproc.policy.schema import NAME_PATTERN, CachePolicy, CacheSpec, ModelSpec, Plugins, RouteAction
+from extproc.signals.complexity import LEVELS
+from extproc.signals.domain import LABEL_PATTERN
 from extproc.signals.registry import SignalCatalog
 
 Outcome = Literal["mapped", "approximated", "unmapped"]
@@ -61,15 +67,19 @@ PII_TYPES: dict[str, str] = {
 REASONING_FAMILIES: dict[tuple[str, str], str] = {
     ("chat_template_kwargs", "enable_thinking"): "qwen3",
     ("chat_template_kwargs", "thinking"): "deepseek",
-    ("reasoning_effort", "reasoning_effort"): "gpt-oss",
+    ("reasoning_effort", "reasoning_effort"): "gpt_oss",
 }
+# VSR family names used without a `reasoning_families` entry -> our built-in family.
 _BUILTIN_FAMILIES = {
     "qwen3": "qwen3",
     "deepseek": "deepseek",
-    "gpt-oss": "gpt-oss",
-    "gpt": "gpt-oss",
-    "openai": "gpt-oss",
+    "gpt-oss": "gpt_oss",
+    "gpt_oss": "gpt_oss",
+    "gpt": "gpt_oss",
+    "openai": "openai",
 }
+assert set(REASONING_FAMILIES.values()) | set(_BUILTIN_FAMILIES.values()) <= set(BUILTIN_FAMILIES)
+EFFORTS: tuple[str, ...] = get_args(Effort)
 
 # Leaf `type:` in a VSR rule -> the signal section it names.
 LEAF_KINDS: dict[str, str] = {
@@ -426,7 +436,9 @@ class _Importer:
             )
             defaults = _mapping(_mapping(cfg.get("providers")).get("defaults"))
             default_model = defaults.get("model")
-            self.reasoning_effort_default = _str_or_none(defaults.get("reasoning_effort"))
+            self.reasoning_effort_default = self._effort(
+                defaults.get("reasoning_effort"), "providers.defaults.reasoning_effort", "default reasoning effort"
+            )
             default_path = "providers.defaults.model"
         else:
             self.fields(cfg, "", _FLAT_TOP, _NO_COUNTERPART_TOP)
@@ -439,7 +451,9 @@ class _Importer:
             aliases.append("auto")
             cache = self._cache(_mapping(cfg.get("semantic_cache")), "semantic_cache")
             default_model = cfg.get("default_model")
-            self.reasoning_effort_default = _str_or_none(cfg.get("default_reasoning_effort"))
+            self.reasoning_effort_default = self._effort(
+                cfg.get("default_reasoning_effort"), "default_reasoning_effort", "default reasoning effort"
+            )
             default_path = "default_model"
             self._prompt_guard(_mapping(cfg.get("prompt_guard")))
         if not self.models:
@@ -475,6 +489,15 @@ class _Importer:
                     "used by no imported decision; left out (it would never run)",
                 )
         return ImportResult(policy=policy, items=self.items, layout=self.layout)
+
+    def _effort(self, raw: Any, path: str, item: str) -> str | None:
+        """A VSR reasoning effort as one of ours; anything else is reported and left out."""
+        if raw is None:
+            return None
+        if isinstance(raw, str) and raw.lower() in EFFORTS:
+            return raw.lower()
+        self.unmapped(item, path, f"not carried over: effort {raw!r} is none of {', '.join(EFFORTS)}")
+        return None
 
     def _strategy(self, raw: Any, path: str) -> None:
         if raw is None:
@@ -1176,15 +1199,57 @@ class _Importer:
                     **{k: "no counterpart: per-domain policy (put it on a decision)" for k in _DOMAIN_POLICY_KEYS},
                 },
             )
-            for subject in _list(raw.get("mmlu_categories")) or [name]:
-                labels_map[str(subject)] = name
-            self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")
+            if not LABEL_PATTERN.match(name):
+                self.unmapped(
+                    f"domain {name}", f"{path}[{i}]", f"not carried over: a label must match {LABEL_PATTERN.pattern}"
+                )
+                names.pop()
+                continue
+            subjects = [str(x) for x in _list(raw.get("mmlu_categories"))] or [name]
+            # Left unset, the shipped classifier runs: a domain is the subjects of it that it names.
+            known = [x for x in subjects if x in SUBJECTS]
+            if not known:
+                self.unmapped(
+                    f"domain {name}",
+                    f"{path}[{i}]",
+                    f"not carried over: names none of the shipped classifier's subjects ({', '.join(SUBJECTS)})",
+                )
+                names.pop()
+                continue
+            for subject in known:
+                labels_map[subject] = name
+            if len(known) < len(subjects):
+                self.approx(
+                    f"domain {name}",
+                    f"{path}[{i}]",
+                    f"approximated as label {name!r} of the domain signal from {known}; "
+                    f"not subjects of the shipped classifier: {sorted(set(subjects) - set(known))}",
+                )
+            else:
+                self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")
         spec: dict[str, Any] = {"name": "domain", "type": "domain", "labels_map": labels_map}
         model = self.category_model
-        if isinstance(model.get("threshold"), int | float):
-            spec["threshold"] = float(model["threshold"])
-        if model.get("fallback_category"):
-            spec["fallback"] = str(model["fallback_category"])
+        mpath = "classifier.category_model"
+        threshold = model.get("threshold")
+        if threshold is not None:
+            if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 1:
+                spec["threshold"] = float(threshold)
+                self.mapped("domain threshold", f"{mpath}.threshold", f"as the domain signal's threshold {threshold}")
+            else:
+                self.unmapped(
+                    "domain threshold", f"{mpath}.threshold", f"not carried over: {threshold!r} is not in [0, 1]"
+                )
+        fallback = model.get("fallback_category")
+        if fallback is not None:
+            if isinstance(fallback, str) and LABEL_PATTERN.match(fallback):
+                spec["fallback"] = fallback
+                self.mapped(
+                    "domain fallback", f"{mpath}.fallback_category", f"as the domain signal's fallback {fallback!r}"
+                )
+            else:
+                self.unmapped(
+                    "domain fallback", f"{mpath}.fallback_category", f"not carried over: {fallback!r} is not a label"
+                )
         if model.get("model_id"):
             self.unmapped(
                 "domain classifier model",
@@ -1215,13 +1280,31 @@ class _Importer:
                 "easy_below": "no counterpart: asymmetric bands",
             },
         )
-        hard = [str(c) for c in _list(_mapping(raw.get("hard")).get("candidates"))]
-        easy = [str(c) for c in _list(_mapping(raw.get("easy")).get("candidates"))]
-        spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", "hard": hard, "easy": easy}
-        if raw.get("threshold") is not None:
-            spec["threshold"] = float(raw["threshold"])
+        examples: dict[str, list[str]] = {}
+        for level in ("hard", "easy"):
+            texts = [c for c in _list(_mapping(raw.get(level)).get("candidates")) if isinstance(c, str) and c.strip()]
+            if not texts:
+                self.unmapped(
+                    item, f"{path}.{level}", f"not carried over: no {level} candidates (text) to compare with"
+                )
+                return None
+            examples[level] = texts
+        spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", **examples}
+        threshold = raw.get("threshold")
+        if threshold is not None:
+            # VSR: hard when (best hard similarity - best easy similarity) passes the threshold, easy when the
+            # opposite does, else medium; our margin has the same form, with a band on either side.
+            if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 2:
+                spec["thresholds"] = {"hard": float(threshold), "easy": float(threshold)}
+            else:
+                self.unmapped(
+                    f"{item} threshold", f"{path}.threshold", f"not carried over: {threshold!r} is not in [0, 2]"
+                )
         self.approx(
-            item, path, "approximated as complexity signal: margin of MiniLM similarities, re-tune the threshold"
+            item,
+            path,
+            "approximated as complexity signal: the same hard-minus-easy margin and bands, over MiniLM "
+            "similarities (VSR's embedding model differs): re-tune the thresholds",
         )
         return spec
 
@@ -1345,9 +1428,12 @@ class _Importer:
         if section == "complexity" and ":" in name:
             rule, level = name.rsplit(":", 1)
             leaf = self.leaves.get(("complexity", rule))
-            if leaf is not None:
+            if leaf is not None and level in LEVELS:
                 return {**leaf, "label": level}
-            why = self.leaf_missing.get(("complexity", rule), f"unknown complexity signal {rule!r}")
+            if leaf is not None:
+                why = f"unknown complexity level {level!r} (the levels: {', '.join(LEVELS)})"
+            else:
+                why = self.leaf_missing.get(("complexity", rule), f"unknown complexity signal {rule!r}")
         else:
             leaf = self.leaves.get((section, name))
             if leaf is not None:
@@ -1417,11 +1503,19 @@ class _Importer:
         if not self.caps.route_reasoning:
             self.unmapped(f"{item} reasoning", rpath, NEEDS_ROUTE_REASONING)
             return None
-        use, effort = reasoning[0]
+        use, raw_effort = reasoning[0]
+        if use is not None and not isinstance(use, bool):
+            self.unmapped(f"{item} reasoning", rpath, f"not carried over: use_reasoning {use!r} is not true or false")
+            use = None
         setting: dict[str, Any] = {"mode": "keep" if use is None else ("on" if use else "off")}
+        effort = self._effort(raw_effort, f"{path}.modelRefs[0].reasoning_effort", f"{item} reasoning effort")
         effort = effort or self.reasoning_effort_default
         if use and effort:
-            setting["effort"] = str(effort)
+            setting["effort"] = effort
+        if setting["mode"] == "keep":
+            if use is None and not any(u is not None for u, _ in reasoning):
+                self.mapped(f"{item} reasoning", rpath, "use_reasoning unset: the client's reasoning fields pass")
+            return None  # the client's own reasoning fields pass untouched, as with no setting at all
         if len({(u, e) for u, e in reasoning}) > 1:
             self.approx(
                 f"{item} reasoning",
