@@ -12,11 +12,10 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 import yaml
-from pydantic import Field
 
 from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
 from extproc.policy.load import check_text, compile_text
@@ -36,9 +35,9 @@ from extproc.policy.vsr_import import (
 )
 from extproc.router import Router
 from extproc.settings import Settings
-from extproc.signals.base import BuildContext, Signal, SignalSpecBase
+from extproc.signals.base import BuildContext
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from extproc.signals.registry import SignalCatalog, SignalType
+from extproc.signals.registry import SignalCatalog
 
 CONFIGS = Path(__file__).parent / "vsr_configs"
 TODAY = Capabilities.of_schema()
@@ -768,6 +767,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("current", "my laptop will not turn on", "support", "small-chat"),  # embedding (a candidate itself)
     ("current", "backprop computes the gradient", "support", "small-chat"),  # OR's keyword branch
     ("current", "hello there", "fallback_all", "small-chat"),  # the catch-all decision
+    ("current", "Solve the integral of x^2 from 0 to 1 and explain each step", "math_or_ticket", "big-reasoner"),
+    ("current", "What are the legal requirements for a valid contract under common law?", "law_only", "big-reasoner"),
     # flat layout
     ("flat", "write python code for me", "code", "org/coder-14b"),
     ("flat", "write python code, my SSN is 123-45-6789", "code_pii_block", "reject"),  # pii plugin on `code`
@@ -783,7 +784,9 @@ CASES: list[tuple[str, str, str, str]] = [
     ("flat", "a recipe for dinner", "cooking", "org/general-7b"),  # embedding rule, aggregation any
     ("flat", "hello there", "default", "org/general-7b"),  # default_model
     # legacy
-    ("legacy", "what is 2 + 2", "default", "m/small"),
+    ("legacy", "what is 2 + 2", "math", "m/large"),  # category math, the higher model score
+    ("legacy", "Solve for x: 3x + 5 = 20", "math", "m/large"),
+    ("legacy", "Who was the first emperor of Rome?", "default", "m/small"),  # history: no category of its own
 ]
 
 
