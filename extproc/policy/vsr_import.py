@@ -1495,11 +1495,18 @@ class _Importer:
         self.reasoning_of_refs = reasoning
         return models
 
-    def _route_reasoning(self, reasoning: list[tuple[Any, Any]], path: str, item: str) -> dict[str, Any] | None:
-        """modelRefs' use_reasoning / reasoning_effort -> the route's `reasoning` (issue 22's RouteAction field)."""
+    def _route_reasoning(
+        self,
+        reasoning: list[tuple[Any, Any]],
+        path: str,
+        item: str,
+        paths: tuple[str, str] = ("modelRefs[0].use_reasoning", "modelRefs[0].reasoning_effort"),
+    ) -> dict[str, Any] | None:
+        """modelRefs' use_reasoning / reasoning_effort -> the route's `reasoning` (issue 22's RouteAction field);
+        `paths`: where the first setting's two fields are, below `path`."""
         if not reasoning or all(use is None and effort is None for use, effort in reasoning):
             return None
-        rpath = f"{path}.modelRefs[0].use_reasoning"
+        rpath = f"{path}.{paths[0]}"
         if not self.caps.route_reasoning:
             self.unmapped(f"{item} reasoning", rpath, NEEDS_ROUTE_REASONING)
             return None
@@ -1508,7 +1515,7 @@ class _Importer:
             self.unmapped(f"{item} reasoning", rpath, f"not carried over: use_reasoning {use!r} is not true or false")
             use = None
         setting: dict[str, Any] = {"mode": "keep" if use is None else ("on" if use else "off")}
-        effort = self._effort(raw_effort, f"{path}.modelRefs[0].reasoning_effort", f"{item} reasoning effort")
+        effort = self._effort(raw_effort, f"{path}.{paths[1]}", f"{item} reasoning effort")
         effort = effort or self.reasoning_effort_default
         if use and effort:
             setting["effort"] = effort
@@ -1705,10 +1712,12 @@ class _Importer:
                             "mode": str(cat.get("system_prompt_mode") or "replace"),
                         }
                     }
+                top = next(j for j, s in enumerate(_list(cat.get("model_scores"))) if s is scores[0])
                 reasoning = self._route_reasoning(
-                    [(s.get("use_reasoning"), cat.get("reasoning_effort")) for s in scores[:1]],
+                    [(scores[0].get("use_reasoning"), cat.get("reasoning_effort"))],
                     path,
                     f"category route {name}",
+                    (f"model_scores[{top}].use_reasoning", "reasoning_effort"),
                 )
                 if reasoning is not None:
                     body["action"]["reasoning"] = reasoning

@@ -10,6 +10,7 @@ import itertools
 import json
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -902,3 +903,26 @@ def test_image_only_decisions_keep_only_models_that_accept_images(build_ctx: Bui
     assert any(i.item == "decision mixed model txt" and i.outcome == "approximated" for i in result.items)
     assert any(i.item == "decision text_only" and "text-only" in i.why for i in result.items)
     loads(result, build_ctx)
+
+
+def test_a_legacy_category_effort_is_checked_where_it_is_written() -> None:
+    config = yaml.safe_load((CONFIGS / "legacy.yaml").read_text())
+    config["categories"][0]["reasoning_effort"] = "max"
+    config["categories"][0]["model_scores"].reverse()  # the top score is found by score, not by position
+    result = imported(config)
+    assert decision(result, "math")["action"]["reasoning"] == {"mode": "on"}
+    assert [i.path for i in result.items if "effort" in i.item] == ["categories[0].reasoning_effort"]
+    assert find(result, "categories[0].model_scores[1].use_reasoning", "mapped")
+
+
+def test_the_figures_in_the_migration_guide_are_the_importers() -> None:
+    totals: Counter[str] = Counter()
+    for name in ("current", "flat", "legacy"):
+        totals.update(imported(yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())).counts())
+    total = sum(totals.values())
+    guide = " ".join((Path(__file__).parents[2] / "docs" / "migrating-from-vsr.md").read_text().split())
+    exact, approx, unmapped = totals["mapped"], totals["approximated"], totals["unmapped"]
+    assert (
+        f"({total} constructs): {exact} mapped exactly ({round(100 * exact / total)}%), {approx} approximated "
+        f"({round(100 * approx / total)}%), {unmapped} not carried ({round(100 * unmapped / total)}%)"
+    ) in guide
