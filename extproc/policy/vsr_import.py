@@ -49,6 +49,7 @@ Layout = Literal["current", "flat"]
 
 _NAME = re.compile(NAME_PATTERN)
 _ADDRESS = re.compile(r"^[^:\s/]+:\d{1,5}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # one key of chat_template_kwargs
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 NEEDS_DOMAIN = "no counterpart yet (needs the domain signal type, issue 22)"
 NEEDS_COMPLEXITY = "no counterpart yet (needs the complexity signal type, issue 22)"
@@ -368,6 +369,9 @@ class _Importer:
         self.decision_names: set[str] = set()
         self.reasoning_effort_default: str | None = None
         self.families: dict[str, tuple[str, str]] = {}
+        self.custom_families: dict[str, str] = {}  # VSR family name -> our families-table row
+        self.family_rows: dict[str, dict[str, str]] = {}  # our row name -> ReasoningFamily fields
+        self.family_row_names: set[str] = set(BUILTIN_FAMILIES)  # a row of ours never replaces a built-in one
         self.model_cards: dict[str, dict[str, Any]] = {}
         self.prompt_guard: Mapping[str, Any] | None = None
         self.category_model: Mapping[str, Any] = {}
@@ -472,6 +476,10 @@ class _Importer:
         if cache:
             policy["cache"] = cache
         policy["models"] = list(self.model_cards.values())  # LoRA variants the decisions added included
+        used_rows = {card.get("reasoning_family") for card in self.model_cards.values()}
+        rows = {name: row for name, row in self.family_rows.items() if name in used_rows}
+        if rows:
+            policy["reasoning_families"] = rows
         default = self._default(decisions, default_model, default_path)
         ordered = self._prioritise(decisions)
         policy["signals"] = []
@@ -739,18 +747,29 @@ class _Importer:
             path = f"reasoning_families.{name}" if self.layout == "flat" else "providers.models[].reasoning"
             if not self.caps.model_reasoning_family:
                 self.unmapped(f"reasoning family {name}", path, NEEDS_REASONING_FAMILY)
-            elif ours is None:
+            elif ours is not None:
+                self.mapped(f"reasoning family {name}", path, f"as our {ours} family ({kind}.{param})")
+            elif kind == "chat_template_kwargs" and _IDENTIFIER.match(param):
+                # A thinking switch of another chat template: a row of our own families table, as data.
+                row_name = sanitize_name(name, self.family_row_names, fallback="family")
+                self.family_rows[row_name] = {"switch": f"chat_template_kwargs.{param}"}
+                self.custom_families[name] = row_name
+                self.mapped(
+                    f"reasoning family {name}",
+                    path,
+                    f"as reasoning_families.{row_name} (switch chat_template_kwargs.{param})",
+                )
+            else:
                 self.unmapped(
                     f"reasoning family {name}",
                     path,
-                    f"no counterpart: {kind}.{param} is none of ours {sorted(set(REASONING_FAMILIES.values()))}",
+                    f"no counterpart: {kind}.{param} is none of ours {sorted(set(REASONING_FAMILIES.values()))} "
+                    "nor a chat_template_kwargs switch",
                 )
-            else:
-                self.mapped(f"reasoning family {name}", path, f"as our {ours} family ({kind}.{param})")
 
     def _family_of(self, vsr_family: str) -> str | None:
         if vsr_family in self.families:
-            return REASONING_FAMILIES.get(self.families[vsr_family])
+            return REASONING_FAMILIES.get(self.families[vsr_family]) or self.custom_families.get(vsr_family)
         return _BUILTIN_FAMILIES.get(vsr_family.lower())
 
     def _model_cards(self) -> list[str]:

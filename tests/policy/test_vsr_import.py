@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
-from extproc.policy.load import check_text, compile_text
+from extproc.policy.load import PolicyLoader, check_text, compile_text
+from extproc.policy.reasoning import ReasoningSetting, apply_reasoning
 from extproc.policy.schema import NAME_PATTERN
 from extproc.policy.vsr_import import (
     NEEDS_COMPLEXITY,
@@ -34,6 +35,7 @@ from extproc.policy.vsr_import import (
     parse_tokens,
     render_policy,
 )
+from extproc.protocol.request import ApiKind
 from extproc.router import Router
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
@@ -853,8 +855,6 @@ def _replaced(config: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 @pytest.mark.parametrize("name", ["current", "flat"])
 def test_every_value_replaced_by_junk_is_reported_not_raised(name: str) -> None:
-    from extproc.policy.load import PolicyLoader
-
     catalog = SignalCatalog()  # the real types: domain, complexity and the reasoning fields on the mapped path
     caps = Capabilities.of_schema(catalog)
 
@@ -926,3 +926,29 @@ def test_the_figures_in_the_migration_guide_are_the_importers() -> None:
         f"({total} constructs): {exact} mapped exactly ({round(100 * exact / total)}%), {approx} approximated "
         f"({round(100 * approx / total)}%), {unmapped} not carried ({round(100 * unmapped / total)}%)"
     ) in guide
+
+
+def test_another_chat_template_switch_becomes_a_row_of_our_families_table(build_ctx: BuildContext) -> None:
+    config = _reasoning_config()
+    config["reasoning_families"] = {
+        "qwen3": {"type": "chat_template_kwargs", "parameter": "enable_reasoning"},  # not our qwen3's switch
+        "odd": {"type": "custom_header", "parameter": "x"},
+    }
+    config["model_config"]["m/b"] = {"preferred_endpoints": ["ep-b"], "reasoning_family": "odd"}
+    result = imported(config)
+    card = next(m for m in result.policy["models"] if m["name"] == "m/a")
+    row = card["reasoning_family"]
+    assert row != "qwen3" and result.policy["reasoning_families"] == {
+        row: {"switch": "chat_template_kwargs.enable_reasoning"}
+    }
+    assert "reasoning_family" not in next(m for m in result.policy["models"] if m["name"] == "m/b")
+    assert find(result, "reasoning_families.odd", "unmapped")
+    loads(result, build_ctx)
+    # The route's `on` reaches the upstream body through that row.
+    policy = PolicyLoader(SignalCatalog(), file="test").parse_mapping(result.policy)
+    assert policy is not None
+    model = policy.model("m/a")
+    assert model is not None
+    body: dict[str, Any] = {}
+    assert apply_reasoning(body, ApiKind.CHAT, ReasoningSetting(mode="on"), policy.reasoning_family(model)) == "on"
+    assert body == {"chat_template_kwargs": {"enable_reasoning": True}}
