@@ -1539,7 +1539,13 @@ class _Importer:
         if use and effort:
             setting["effort"] = effort
         if setting["mode"] == "keep":
-            if use is None and not any(u is not None for u, _ in reasoning):
+            if any(u is not None for u, _ in reasoning[1:]):
+                self.approx(
+                    f"{item} reasoning",
+                    rpath,
+                    "approximated: the first model sets no reasoning, so none is set for any model of the route",
+                )
+            elif use is None:
                 self.mapped(f"{item} reasoning", rpath, "use_reasoning unset: the client's reasoning fields pass")
             return None  # the client's own reasoning fields pass untouched, as with no setting at all
         if len({(u, e) for u, e in reasoning}) > 1:

@@ -952,3 +952,11 @@ def test_another_chat_template_switch_becomes_a_row_of_our_families_table(build_
     body: dict[str, Any] = {}
     assert apply_reasoning(body, ApiKind.CHAT, ReasoningSetting(mode="on"), policy.reasoning_family(model)) == "on"
     assert body == {"chat_template_kwargs": {"enable_reasoning": True}}
+
+
+def test_a_route_whose_first_model_sets_no_reasoning_sets_none_and_says_so() -> None:
+    config = _reasoning_config()
+    config["decisions"][0]["modelRefs"] = [{"model": "m/a"}, {"model": "m/b", "use_reasoning": True}]
+    result = imported(config)
+    assert "reasoning" not in decision(result, "think")["action"]
+    assert "sets no reasoning" in find(result, "decisions[0].modelRefs[0]", "approximated")[0].why
