@@ -17,9 +17,11 @@ Rule trees keep their meaning where they can: an unmapped leaf makes its subtree
 `OR` (or an `AND` under a `NOT`) may drop unknown children, which only makes the decision fire
 less often than VSR's (reported as approximated); anything else drops the decision.
 
-Constructs that need signal types or fields our schema does not have yet (the `domain` and
-`complexity` signals, a route's `reasoning`, a model's `reasoning_family`) are mapped only when
-`Capabilities` says the schema has them; otherwise they are reported as "no counterpart yet".
+The `domain` and `complexity` signals, a route's `reasoning` and a model's `reasoning_family` are
+mapped onto their real specs (extproc.signals.domain, extproc.signals.complexity,
+extproc.policy.reasoning), every value checked against them first: a value they would refuse is a
+report item, never part of the policy. `Capabilities` still lets a build without those types report
+them as "no counterpart yet".
 """
 
 from __future__ import annotations
@@ -29,13 +31,17 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import ValidationError
 
+from extproc.models.domain_classifier import SUBJECTS
 from extproc.policy.load import PolicyLoader
+from extproc.policy.reasoning import BUILTIN_FAMILIES, Effort
 from extproc.policy.schema import NAME_PATTERN, CachePolicy, CacheSpec, ModelSpec, Plugins, RouteAction
+from extproc.signals.complexity import LEVELS
+from extproc.signals.domain import LABEL_PATTERN
 from extproc.signals.registry import SignalCatalog
 
 Outcome = Literal["mapped", "approximated", "unmapped"]
@@ -43,6 +49,7 @@ Layout = Literal["current", "flat"]
 
 _NAME = re.compile(NAME_PATTERN)
 _ADDRESS = re.compile(r"^[^:\s/]+:\d{1,5}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # one key of chat_template_kwargs
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 NEEDS_DOMAIN = "no counterpart yet (needs the domain signal type, issue 22)"
 NEEDS_COMPLEXITY = "no counterpart yet (needs the complexity signal type, issue 22)"
@@ -61,15 +68,19 @@ PII_TYPES: dict[str, str] = {
 REASONING_FAMILIES: dict[tuple[str, str], str] = {
     ("chat_template_kwargs", "enable_thinking"): "qwen3",
     ("chat_template_kwargs", "thinking"): "deepseek",
-    ("reasoning_effort", "reasoning_effort"): "gpt-oss",
+    ("reasoning_effort", "reasoning_effort"): "gpt_oss",
 }
+# VSR family names used without a `reasoning_families` entry -> our built-in family.
 _BUILTIN_FAMILIES = {
     "qwen3": "qwen3",
     "deepseek": "deepseek",
-    "gpt-oss": "gpt-oss",
-    "gpt": "gpt-oss",
-    "openai": "gpt-oss",
+    "gpt-oss": "gpt_oss",
+    "gpt_oss": "gpt_oss",
+    "gpt": "gpt_oss",
+    "openai": "openai",
 }
+assert set(REASONING_FAMILIES.values()) | set(_BUILTIN_FAMILIES.values()) <= set(BUILTIN_FAMILIES)
+EFFORTS: tuple[str, ...] = get_args(Effort)
 
 # Leaf `type:` in a VSR rule -> the signal section it names.
 LEAF_KINDS: dict[str, str] = {
@@ -358,6 +369,9 @@ class _Importer:
         self.decision_names: set[str] = set()
         self.reasoning_effort_default: str | None = None
         self.families: dict[str, tuple[str, str]] = {}
+        self.custom_families: dict[str, str] = {}  # VSR family name -> our families-table row
+        self.family_rows: dict[str, dict[str, str]] = {}  # our row name -> ReasoningFamily fields
+        self.family_row_names: set[str] = set(BUILTIN_FAMILIES)  # a row of ours never replaces a built-in one
         self.model_cards: dict[str, dict[str, Any]] = {}
         self.prompt_guard: Mapping[str, Any] | None = None
         self.category_model: Mapping[str, Any] = {}
@@ -426,7 +440,9 @@ class _Importer:
             )
             defaults = _mapping(_mapping(cfg.get("providers")).get("defaults"))
             default_model = defaults.get("model")
-            self.reasoning_effort_default = _str_or_none(defaults.get("reasoning_effort"))
+            self.reasoning_effort_default = self._effort(
+                defaults.get("reasoning_effort"), "providers.defaults.reasoning_effort", "default reasoning effort"
+            )
             default_path = "providers.defaults.model"
         else:
             self.fields(cfg, "", _FLAT_TOP, _NO_COUNTERPART_TOP)
@@ -439,7 +455,9 @@ class _Importer:
             aliases.append("auto")
             cache = self._cache(_mapping(cfg.get("semantic_cache")), "semantic_cache")
             default_model = cfg.get("default_model")
-            self.reasoning_effort_default = _str_or_none(cfg.get("default_reasoning_effort"))
+            self.reasoning_effort_default = self._effort(
+                cfg.get("default_reasoning_effort"), "default_reasoning_effort", "default reasoning effort"
+            )
             default_path = "default_model"
             self._prompt_guard(_mapping(cfg.get("prompt_guard")))
         if not self.models:
@@ -458,6 +476,10 @@ class _Importer:
         if cache:
             policy["cache"] = cache
         policy["models"] = list(self.model_cards.values())  # LoRA variants the decisions added included
+        used_rows = {card.get("reasoning_family") for card in self.model_cards.values()}
+        rows = {name: row for name, row in self.family_rows.items() if name in used_rows}
+        if rows:
+            policy["reasoning_families"] = rows
         default = self._default(decisions, default_model, default_path)
         ordered = self._prioritise(decisions)
         policy["signals"] = []
@@ -475,6 +497,15 @@ class _Importer:
                     "used by no imported decision; left out (it would never run)",
                 )
         return ImportResult(policy=policy, items=self.items, layout=self.layout)
+
+    def _effort(self, raw: Any, path: str, item: str) -> str | None:
+        """A VSR reasoning effort as one of ours; anything else is reported and left out."""
+        if raw is None:
+            return None
+        if isinstance(raw, str) and raw.lower() in EFFORTS:
+            return raw.lower()
+        self.unmapped(item, path, f"not carried over: effort {raw!r} is none of {', '.join(EFFORTS)}")
+        return None
 
     def _strategy(self, raw: Any, path: str) -> None:
         if raw is None:
@@ -716,18 +747,29 @@ class _Importer:
             path = f"reasoning_families.{name}" if self.layout == "flat" else "providers.models[].reasoning"
             if not self.caps.model_reasoning_family:
                 self.unmapped(f"reasoning family {name}", path, NEEDS_REASONING_FAMILY)
-            elif ours is None:
+            elif ours is not None:
+                self.mapped(f"reasoning family {name}", path, f"as our {ours} family ({kind}.{param})")
+            elif kind == "chat_template_kwargs" and _IDENTIFIER.match(param):
+                # A thinking switch of another chat template: a row of our own families table, as data.
+                row_name = sanitize_name(name, self.family_row_names, fallback="family")
+                self.family_rows[row_name] = {"switch": f"chat_template_kwargs.{param}"}
+                self.custom_families[name] = row_name
+                self.mapped(
+                    f"reasoning family {name}",
+                    path,
+                    f"as reasoning_families.{row_name} (switch chat_template_kwargs.{param})",
+                )
+            else:
                 self.unmapped(
                     f"reasoning family {name}",
                     path,
-                    f"no counterpart: {kind}.{param} is none of ours {sorted(set(REASONING_FAMILIES.values()))}",
+                    f"no counterpart: {kind}.{param} is none of ours {sorted(set(REASONING_FAMILIES.values()))} "
+                    "nor a chat_template_kwargs switch",
                 )
-            else:
-                self.mapped(f"reasoning family {name}", path, f"as our {ours} family ({kind}.{param})")
 
     def _family_of(self, vsr_family: str) -> str | None:
         if vsr_family in self.families:
-            return REASONING_FAMILIES.get(self.families[vsr_family])
+            return REASONING_FAMILIES.get(self.families[vsr_family]) or self.custom_families.get(vsr_family)
         return _BUILTIN_FAMILIES.get(vsr_family.lower())
 
     def _model_cards(self) -> list[str]:
@@ -1176,15 +1218,57 @@ class _Importer:
                     **{k: "no counterpart: per-domain policy (put it on a decision)" for k in _DOMAIN_POLICY_KEYS},
                 },
             )
-            for subject in _list(raw.get("mmlu_categories")) or [name]:
-                labels_map[str(subject)] = name
-            self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")
+            if not LABEL_PATTERN.match(name):
+                self.unmapped(
+                    f"domain {name}", f"{path}[{i}]", f"not carried over: a label must match {LABEL_PATTERN.pattern}"
+                )
+                names.pop()
+                continue
+            subjects = [str(x) for x in _list(raw.get("mmlu_categories"))] or [name]
+            # Left unset, the shipped classifier runs: a domain is the subjects of it that it names.
+            known = [x for x in subjects if x in SUBJECTS]
+            if not known:
+                self.unmapped(
+                    f"domain {name}",
+                    f"{path}[{i}]",
+                    f"not carried over: names none of the shipped classifier's subjects ({', '.join(SUBJECTS)})",
+                )
+                names.pop()
+                continue
+            for subject in known:
+                labels_map[subject] = name
+            if len(known) < len(subjects):
+                self.approx(
+                    f"domain {name}",
+                    f"{path}[{i}]",
+                    f"approximated as label {name!r} of the domain signal from {known}; "
+                    f"not subjects of the shipped classifier: {sorted(set(subjects) - set(known))}",
+                )
+            else:
+                self.mapped(f"domain {name}", f"{path}[{i}]", f"as label {name!r} of the domain signal")
         spec: dict[str, Any] = {"name": "domain", "type": "domain", "labels_map": labels_map}
         model = self.category_model
-        if isinstance(model.get("threshold"), int | float):
-            spec["threshold"] = float(model["threshold"])
-        if model.get("fallback_category"):
-            spec["fallback"] = str(model["fallback_category"])
+        mpath = "classifier.category_model"
+        threshold = model.get("threshold")
+        if threshold is not None:
+            if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 1:
+                spec["threshold"] = float(threshold)
+                self.mapped("domain threshold", f"{mpath}.threshold", f"as the domain signal's threshold {threshold}")
+            else:
+                self.unmapped(
+                    "domain threshold", f"{mpath}.threshold", f"not carried over: {threshold!r} is not in [0, 1]"
+                )
+        fallback = model.get("fallback_category")
+        if fallback is not None:
+            if isinstance(fallback, str) and LABEL_PATTERN.match(fallback):
+                spec["fallback"] = fallback
+                self.mapped(
+                    "domain fallback", f"{mpath}.fallback_category", f"as the domain signal's fallback {fallback!r}"
+                )
+            else:
+                self.unmapped(
+                    "domain fallback", f"{mpath}.fallback_category", f"not carried over: {fallback!r} is not a label"
+                )
         if model.get("model_id"):
             self.unmapped(
                 "domain classifier model",
@@ -1215,13 +1299,31 @@ class _Importer:
                 "easy_below": "no counterpart: asymmetric bands",
             },
         )
-        hard = [str(c) for c in _list(_mapping(raw.get("hard")).get("candidates"))]
-        easy = [str(c) for c in _list(_mapping(raw.get("easy")).get("candidates"))]
-        spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", "hard": hard, "easy": easy}
-        if raw.get("threshold") is not None:
-            spec["threshold"] = float(raw["threshold"])
+        examples: dict[str, list[str]] = {}
+        for level in ("hard", "easy"):
+            texts = [c for c in _list(_mapping(raw.get(level)).get("candidates")) if isinstance(c, str) and c.strip()]
+            if not texts:
+                self.unmapped(
+                    item, f"{path}.{level}", f"not carried over: no {level} candidates (text) to compare with"
+                )
+                return None
+            examples[level] = texts
+        spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", **examples}
+        threshold = raw.get("threshold")
+        if threshold is not None:
+            # VSR: hard when (best hard similarity - best easy similarity) passes the threshold, easy when the
+            # opposite does, else medium; our margin has the same form, with a band on either side.
+            if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 2:
+                spec["thresholds"] = {"hard": float(threshold), "easy": float(threshold)}
+            else:
+                self.unmapped(
+                    f"{item} threshold", f"{path}.threshold", f"not carried over: {threshold!r} is not in [0, 2]"
+                )
         self.approx(
-            item, path, "approximated as complexity signal: margin of MiniLM similarities, re-tune the threshold"
+            item,
+            path,
+            "approximated as complexity signal: the same hard-minus-easy margin and bands, over MiniLM "
+            "similarities (VSR's embedding model differs): re-tune the thresholds",
         )
         return spec
 
@@ -1345,9 +1447,12 @@ class _Importer:
         if section == "complexity" and ":" in name:
             rule, level = name.rsplit(":", 1)
             leaf = self.leaves.get(("complexity", rule))
-            if leaf is not None:
+            if leaf is not None and level in LEVELS:
                 return {**leaf, "label": level}
-            why = self.leaf_missing.get(("complexity", rule), f"unknown complexity signal {rule!r}")
+            if leaf is not None:
+                why = f"unknown complexity level {level!r} (the levels: {', '.join(LEVELS)})"
+            else:
+                why = self.leaf_missing.get(("complexity", rule), f"unknown complexity signal {rule!r}")
         else:
             leaf = self.leaves.get((section, name))
             if leaf is not None:
@@ -1409,19 +1514,40 @@ class _Importer:
         self.reasoning_of_refs = reasoning
         return models
 
-    def _route_reasoning(self, reasoning: list[tuple[Any, Any]], path: str, item: str) -> dict[str, Any] | None:
-        """modelRefs' use_reasoning / reasoning_effort -> the route's `reasoning` (issue 22's RouteAction field)."""
+    def _route_reasoning(
+        self,
+        reasoning: list[tuple[Any, Any]],
+        path: str,
+        item: str,
+        paths: tuple[str, str] = ("modelRefs[0].use_reasoning", "modelRefs[0].reasoning_effort"),
+    ) -> dict[str, Any] | None:
+        """modelRefs' use_reasoning / reasoning_effort -> the route's `reasoning` (issue 22's RouteAction field);
+        `paths`: where the first setting's two fields are, below `path`."""
         if not reasoning or all(use is None and effort is None for use, effort in reasoning):
             return None
-        rpath = f"{path}.modelRefs[0].use_reasoning"
+        rpath = f"{path}.{paths[0]}"
         if not self.caps.route_reasoning:
             self.unmapped(f"{item} reasoning", rpath, NEEDS_ROUTE_REASONING)
             return None
-        use, effort = reasoning[0]
+        use, raw_effort = reasoning[0]
+        if use is not None and not isinstance(use, bool):
+            self.unmapped(f"{item} reasoning", rpath, f"not carried over: use_reasoning {use!r} is not true or false")
+            use = None
         setting: dict[str, Any] = {"mode": "keep" if use is None else ("on" if use else "off")}
+        effort = self._effort(raw_effort, f"{path}.{paths[1]}", f"{item} reasoning effort")
         effort = effort or self.reasoning_effort_default
         if use and effort:
-            setting["effort"] = str(effort)
+            setting["effort"] = effort
+        if setting["mode"] == "keep":
+            if any(u is not None for u, _ in reasoning[1:]):
+                self.approx(
+                    f"{item} reasoning",
+                    rpath,
+                    "approximated: the first model sets no reasoning, so none is set for any model of the route",
+                )
+            elif use is None:
+                self.mapped(f"{item} reasoning", rpath, "use_reasoning unset: the client's reasoning fields pass")
+            return None  # the client's own reasoning fields pass untouched, as with no setting at all
         if len({(u, e) for u, e in reasoning}) > 1:
             self.approx(
                 f"{item} reasoning",
@@ -1611,10 +1737,12 @@ class _Importer:
                             "mode": str(cat.get("system_prompt_mode") or "replace"),
                         }
                     }
+                top = next(j for j, s in enumerate(_list(cat.get("model_scores"))) if s is scores[0])
                 reasoning = self._route_reasoning(
-                    [(s.get("use_reasoning"), cat.get("reasoning_effort")) for s in scores[:1]],
+                    [(scores[0].get("use_reasoning"), cat.get("reasoning_effort"))],
                     path,
                     f"category route {name}",
+                    (f"model_scores[{top}].use_reasoning", "reasoning_effort"),
                 )
                 if reasoning is not None:
                     body["action"]["reasoning"] = reasoning

@@ -48,10 +48,14 @@ def test_writes_a_policy_that_check_accepts_with_the_report_on_top(
     assert main(["import-vsr", str(CONFIGS / "current.yaml"), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "VSR constructs (current layout)" in printed
-    assert "routing.signals.domains[0]" in printed and "needs the domain signal type" in printed
+    assert "routing.signals.complexity[0]" in printed and "hard-minus-easy margin" in printed
+    assert "no counterpart yet" not in printed  # the domain and complexity types and the reasoning fields exist
     text = out.read_text()
     assert text.startswith("# Imported by `extproc import-vsr` from current.yaml.")
-    assert "#   domain math" in text and "routing.signals.fact_check[0]" in text
+    assert "#   complexity signal needs_thinking" in text and "routing.signals.fact_check[0]" in text
+    assert "#   domain math" not in text  # mapped exactly: not among the comments
+    policy = yaml.safe_load(text)
+    assert {"name": "domain", "type": "domain", "labels_map": {"math": "math", "law": "law"}} in policy["signals"]
     assert main(["check", str(out)]) == 0
     assert f"{out}: OK" in capsys.readouterr().out
 

@@ -10,16 +10,17 @@ import itertools
 import json
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 import yaml
-from pydantic import Field
 
 from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstreams_from_policy
-from extproc.policy.load import check_text, compile_text
+from extproc.policy.load import PolicyLoader, check_text, compile_text
+from extproc.policy.reasoning import ReasoningSetting, apply_reasoning
 from extproc.policy.schema import NAME_PATTERN
 from extproc.policy.vsr_import import (
     NEEDS_COMPLEXITY,
@@ -34,11 +35,12 @@ from extproc.policy.vsr_import import (
     parse_tokens,
     render_policy,
 )
+from extproc.protocol.request import ApiKind
 from extproc.router import Router
 from extproc.settings import Settings
-from extproc.signals.base import BuildContext, Signal, SignalSpecBase
+from extproc.signals.base import BuildContext
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from extproc.signals.registry import SignalCatalog, SignalType
+from extproc.signals.registry import SignalCatalog
 
 CONFIGS = Path(__file__).parent / "vsr_configs"
 TODAY = Capabilities.of_schema()
@@ -303,26 +305,60 @@ def _reasoning_config() -> dict[str, Any]:
     )
 
 
-def test_reasoning_is_reported_as_no_counterpart_yet_today(build_ctx: BuildContext) -> None:
-    assert not TODAY.route_reasoning and not TODAY.model_reasoning_family  # remove this test's premise with issue 22
+def test_reasoning_maps_onto_the_real_route_and_model_fields(build_ctx: BuildContext) -> None:
     result = imported(_reasoning_config())
-    assert {i.why for i in find(result, "use_reasoning")} == {NEEDS_ROUTE_REASONING}
-    assert {i.why for i in find(result, "reasoning_family")} | {i.why for i in find(result, "reasoning_families")} == {
-        NEEDS_REASONING_FAMILY
-    }
-    assert "reasoning" not in decision(result, "think")["action"]
-    assert all("reasoning_family" not in m for m in result.policy["models"])
-    loads(result, build_ctx)
-
-
-def test_reasoning_maps_when_the_schema_has_the_fields() -> None:
-    caps = Capabilities(signal_types=TODAY.signal_types, route_reasoning=True, model_reasoning_family=True)
-    result = imported(_reasoning_config(), caps)
     assert decision(result, "think")["action"]["reasoning"] == {"mode": "on", "effort": "medium"}
     assert decision(result, "fast")["action"]["reasoning"] == {"mode": "off"}
     card = next(m for m in result.policy["models"] if m["name"] == "m/a")
     assert card["reasoning_family"] == "qwen3"
     assert find(result, "reasoning_families.qwen3", "mapped")
+    loads(result, build_ctx)
+
+
+def test_reasoning_is_reported_as_no_counterpart_yet_without_the_fields() -> None:
+    caps = Capabilities(signal_types=TODAY.signal_types)  # a build without issue 22's fields
+    result = imported(_reasoning_config(), caps)
+    assert {i.why for i in find(result, "use_reasoning")} == {NEEDS_ROUTE_REASONING}
+    assert {i.why for i in find(result, "reasoning_family")} | {i.why for i in find(result, "reasoning_families")} == {
+        NEEDS_REASONING_FAMILY
+    }
+    assert "reasoning" not in decision(result, "think")["action"]
+
+
+def test_vsr_family_names_become_ours() -> None:
+    config = flat(
+        model_config={
+            "m/a": {"preferred_endpoints": ["ep-a"], "reasoning_family": "gpt-oss"},
+            "m/b": {"preferred_endpoints": ["ep-b"], "reasoning_family": "openai"},
+        }
+    )
+    cards = {m["name"]: m for m in imported(config).policy["models"]}
+    assert (cards["m/a"]["reasoning_family"], cards["m/b"]["reasoning_family"]) == ("gpt_oss", "openai")
+    declared = flat(
+        reasoning_families={"gpt-oss": {"type": "reasoning_effort", "parameter": "reasoning_effort"}},
+        model_config={"m/a": {"preferred_endpoints": ["ep-a"], "reasoning_family": "gpt-oss"}, "m/b": {}},
+    )
+    assert next(m for m in imported(declared).policy["models"] if m["name"] == "m/a")["reasoning_family"] == "gpt_oss"
+    unknown = imported(flat(model_config={"m/a": {"reasoning_family": "mystery"}, "m/b": {}}))
+    assert all("reasoning_family" not in m for m in unknown.policy["models"])
+    assert "unknown family 'mystery'" in find(unknown, "reasoning_family", "unmapped")[0].why
+
+
+def test_efforts_are_validated_and_junk_is_reported_not_written(build_ctx: BuildContext) -> None:
+    config = _reasoning_config()
+    config["default_reasoning_effort"] = "extreme"
+    config["decisions"][0]["modelRefs"][0]["reasoning_effort"] = "HIGH"
+    config["decisions"][1]["modelRefs"][0]["use_reasoning"] = "sometimes"
+    result = imported(config)
+    assert decision(result, "think")["action"]["reasoning"] == {"mode": "on", "effort": "high"}
+    assert "reasoning" not in decision(result, "fast")["action"]
+    assert "'extreme' is none of low, medium, high" in find(result, "default_reasoning_effort", "unmapped")[0].why
+    assert "'sometimes' is not true or false" in find(result, "decisions[1].modelRefs[0]", "unmapped")[0].why
+    config["decisions"][0]["modelRefs"][0]["reasoning_effort"] = "extreme"
+    result = imported(config)
+    assert decision(result, "think")["action"]["reasoning"] == {"mode": "on"}  # the family's default effort
+    assert find(result, "decisions[0].modelRefs[0].reasoning_effort", "unmapped")
+    loads(result, build_ctx)
 
 
 # -- signals ----------------------------------------------------------------------------------------
@@ -463,23 +499,6 @@ def test_signal_types_we_lack_are_reported_with_their_leaves() -> None:
 # -- domains and complexity (issue 22 signal types) ---------------------------------------------------
 
 
-class _DomainSpec(SignalSpecBase):
-    """Stands in for issue 22's domain spec, to exercise the mapped path before it lands."""
-
-    type: Literal["domain"]
-    threshold: float = 0.5
-    fallback: str | None = None
-    model_dir: str | None = None
-    labels_map: dict[str, str] = Field(default_factory=dict)
-
-
-class _ComplexitySpec(SignalSpecBase):
-    type: Literal["complexity"]
-    hard: list[str]
-    easy: list[str]
-    threshold: float = 0.1
-
-
 def _domain_config() -> dict[str, Any]:
     return flat(
         classifier={"category_model": {"model_id": "models/category", "threshold": 0.6, "fallback_category": "other"}},
@@ -502,21 +521,8 @@ def _domain_config() -> dict[str, Any]:
     )
 
 
-def test_domains_and_complexity_are_no_counterpart_yet_today(build_ctx: BuildContext) -> None:
-    assert "domain" not in TODAY.signal_types and "complexity" not in TODAY.signal_types  # premise until issue 22
+def test_domains_and_complexity_map_onto_the_real_specs(build_ctx: BuildContext) -> None:
     result = imported(_domain_config())
-    assert {i.why for i in find(result, "categories[")} == {NEEDS_DOMAIN}
-    assert {i.why for i in find(result, "complexity_rules[")} == {NEEDS_COMPLEXITY}
-    assert result.policy["decisions"] == []
-    loads(result, build_ctx)
-
-
-def test_domains_and_complexity_map_when_the_catalog_has_them() -> None:
-    catalog = SignalCatalog().with_types(
-        SignalType("domain", _DomainSpec, Signal), SignalType("complexity", _ComplexitySpec, Signal)
-    )
-    caps = Capabilities.of_schema(catalog)
-    result = imported(_domain_config(), caps, catalog)
     assert signal(result, "domain") == {
         "name": "domain",
         "type": "domain",
@@ -524,23 +530,65 @@ def test_domains_and_complexity_map_when_the_catalog_has_them() -> None:
         "threshold": 0.6,
         "fallback": "other",
     }
+    assert signal(result, "hardness") == {
+        "name": "hardness",
+        "type": "complexity",
+        "hard": ["prove it"],
+        "easy": ["hi"],
+        "thresholds": {"hard": 0.2, "easy": 0.2},
+    }
     assert decision(result, "cs")["when"] == {"signal": "domain", "label": "computer science"}
     assert decision(result, "hard_math")["when"] == {
         "all": [{"signal": "domain", "label": "math"}, {"signal": "hardness", "label": "hard"}]
     }
     assert "needs a model directory" in find(result, "category_model.model_id")[0].why
     assert "per-domain model scores" in find(result, "categories[0].model_scores", "unmapped")[0].why
+    loads(result, build_ctx)
 
 
-def test_legacy_categories_with_model_scores_route_by_score_once_domains_exist() -> None:
-    config = yaml.safe_load((CONFIGS / "legacy.yaml").read_text())
-    today = imported(config)
-    assert today.policy["decisions"] == [] and find(today, "categories[0].model_scores", "unmapped")
-    catalog = SignalCatalog().with_types(SignalType("domain", _DomainSpec, Signal))
-    later = imported(config, Capabilities.of_schema(catalog), catalog)
-    math = decision(later, "math")
-    assert math["action"]["models"] == ["m/large", "m/small"]
+def test_domain_and_complexity_values_the_specs_refuse_are_reported(build_ctx: BuildContext) -> None:
+    config = _domain_config()
+    config["classifier"]["category_model"].update(threshold=7, fallback_category="no/slash")
+    config["categories"] += [{"name": "cooking"}, {"name": "a:b", "mmlu_categories": ["math"]}]
+    config["categories"][0]["mmlu_categories"].append("astrology")
+    config["complexity_rules"] += [{"name": "blank", "hard": {"candidates": [" "]}, "easy": {"candidates": ["hi"]}}]
+    config["complexity_rules"][0]["threshold"] = "high"
+    config["decisions"] += [
+        dec("cook", 1, leaf("domain", "cooking"), "m/a"),
+        dec("odd_level", 1, leaf("complexity", "hardness:extreme"), "m/a"),
+        dec("blank_hard", 1, leaf("complexity", "blank:hard"), "m/a"),
+    ]
+    result = imported(config)
+    domain = signal(result, "domain")
+    assert "threshold" not in domain and "fallback" not in domain
+    assert "astrology" in find(result, "categories[0]", "approximated")[0].why
+    assert "none of the shipped classifier's subjects" in find(result, "categories[2]", "unmapped")[0].why
+    assert find(result, "categories[3]", "unmapped") and "a:b" not in domain["labels_map"].values()
+    assert "thresholds" not in signal(result, "hardness")
+    assert find(result, "complexity_rules[0].threshold", "unmapped")
+    assert "no hard candidates" in find(result, "complexity_rules[1].hard", "unmapped")[0].why
+    names = [d["name"] for d in result.policy["decisions"]]
+    assert "cook" not in names and "odd_level" not in names and "blank_hard" not in names
+    assert "unknown complexity level 'extreme'" in " ".join(i.why for i in find(result, "decisions[", "unmapped"))
+    loads(result, build_ctx)
+
+
+def test_domains_and_complexity_are_no_counterpart_yet_without_the_types() -> None:
+    caps = Capabilities(signal_types=TODAY.signal_types - {"domain", "complexity"})  # a build without issue 22
+    result = imported(_domain_config(), caps)
+    assert {i.why for i in find(result, "categories[")} == {NEEDS_DOMAIN}
+    assert {i.why for i in find(result, "complexity_rules[")} == {NEEDS_COMPLEXITY}
+    assert result.policy["decisions"] == []
+
+
+def test_legacy_categories_with_model_scores_route_by_score(build_ctx: BuildContext) -> None:
+    result = imported(yaml.safe_load((CONFIGS / "legacy.yaml").read_text()))
+    math = decision(result, "math")
+    assert math["when"] == {"signal": "domain", "label": "math"}
+    assert math["action"] == {"type": "route", "models": ["m/large", "m/small"], "reasoning": {"mode": "on"}}
     assert math["plugins"] == {"system_prompt": {"content": "You are a mathematician.", "mode": "replace"}}
+    assert next(m for m in result.policy["models"] if m["name"] == "m/large")["reasoning_family"] == "gpt_oss"
+    loads(result, build_ctx)
 
 
 # -- plugins ----------------------------------------------------------------------------------------
@@ -655,6 +703,7 @@ def test_endpoints_become_addresses_and_envoy_safe_clusters(tmp_path: Path) -> N
         "context_window": 32000,
         "upstream_model": "acme/small-chat-8b",
         "address": "127.0.0.1:8100",
+        "reasoning_family": "qwen3",
     }
     assert cards["vision/omni"]["modalities"] == ["text", "image"] and cards["vision/omni"]["cluster"] == "omni"
     assert cards["vision/omni"]["address"] == "omni.internal.example:8443"
@@ -721,6 +770,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("current", "my laptop will not turn on", "support", "small-chat"),  # embedding (a candidate itself)
     ("current", "backprop computes the gradient", "support", "small-chat"),  # OR's keyword branch
     ("current", "hello there", "fallback_all", "small-chat"),  # the catch-all decision
+    ("current", "Solve the integral of x^2 from 0 to 1 and explain each step", "math_or_ticket", "big-reasoner"),
+    ("current", "What are the legal requirements for a valid contract under common law?", "law_only", "big-reasoner"),
     # flat layout
     ("flat", "write python code for me", "code", "org/coder-14b"),
     ("flat", "write python code, my SSN is 123-45-6789", "code_pii_block", "reject"),  # pii plugin on `code`
@@ -736,7 +787,9 @@ CASES: list[tuple[str, str, str, str]] = [
     ("flat", "a recipe for dinner", "cooking", "org/general-7b"),  # embedding rule, aggregation any
     ("flat", "hello there", "default", "org/general-7b"),  # default_model
     # legacy
-    ("legacy", "what is 2 + 2", "default", "m/small"),
+    ("legacy", "what is 2 + 2", "math", "m/large"),  # category math, the higher model score
+    ("legacy", "Solve for x: 3x + 5 = 20", "math", "m/large"),
+    ("legacy", "Who was the first emperor of Rome?", "default", "m/small"),  # history: no category of its own
 ]
 
 
@@ -800,15 +853,9 @@ def _replaced(config: Any, path: tuple[Any, ...], value: Any) -> Any:
     return copy
 
 
-@pytest.mark.parametrize(("name", "issue22"), [("current", False), ("flat", False), ("current", True)])
-def test_every_value_replaced_by_junk_is_reported_not_raised(name: str, issue22: bool) -> None:
-    from extproc.policy.load import PolicyLoader
-
-    catalog = SignalCatalog()
-    if issue22:  # the mapped path of the domain and complexity constructs too
-        catalog = catalog.with_types(
-            SignalType("domain", _DomainSpec, Signal), SignalType("complexity", _ComplexitySpec, Signal)
-        )
+@pytest.mark.parametrize("name", ["current", "flat"])
+def test_every_value_replaced_by_junk_is_reported_not_raised(name: str) -> None:
+    catalog = SignalCatalog()  # the real types: domain, complexity and the reasoning fields on the mapped path
     caps = Capabilities.of_schema(catalog)
 
     config = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
@@ -856,3 +903,60 @@ def test_image_only_decisions_keep_only_models_that_accept_images(build_ctx: Bui
     assert any(i.item == "decision mixed model txt" and i.outcome == "approximated" for i in result.items)
     assert any(i.item == "decision text_only" and "text-only" in i.why for i in result.items)
     loads(result, build_ctx)
+
+
+def test_a_legacy_category_effort_is_checked_where_it_is_written() -> None:
+    config = yaml.safe_load((CONFIGS / "legacy.yaml").read_text())
+    config["categories"][0]["reasoning_effort"] = "max"
+    config["categories"][0]["model_scores"].reverse()  # the top score is found by score, not by position
+    result = imported(config)
+    assert decision(result, "math")["action"]["reasoning"] == {"mode": "on"}
+    assert [i.path for i in result.items if "effort" in i.item] == ["categories[0].reasoning_effort"]
+    assert find(result, "categories[0].model_scores[1].use_reasoning", "mapped")
+
+
+def test_the_figures_in_the_migration_guide_are_the_importers() -> None:
+    totals: Counter[str] = Counter()
+    for name in ("current", "flat", "legacy"):
+        totals.update(imported(yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())).counts())
+    total = sum(totals.values())
+    guide = " ".join((Path(__file__).parents[2] / "docs" / "migrating-from-vsr.md").read_text().split())
+    exact, approx, unmapped = totals["mapped"], totals["approximated"], totals["unmapped"]
+    assert (
+        f"({total} constructs): {exact} mapped exactly ({round(100 * exact / total)}%), {approx} approximated "
+        f"({round(100 * approx / total)}%), {unmapped} not carried ({round(100 * unmapped / total)}%)"
+    ) in guide
+
+
+def test_another_chat_template_switch_becomes_a_row_of_our_families_table(build_ctx: BuildContext) -> None:
+    config = _reasoning_config()
+    config["reasoning_families"] = {
+        "qwen3": {"type": "chat_template_kwargs", "parameter": "enable_reasoning"},  # not our qwen3's switch
+        "odd": {"type": "custom_header", "parameter": "x"},
+    }
+    config["model_config"]["m/b"] = {"preferred_endpoints": ["ep-b"], "reasoning_family": "odd"}
+    result = imported(config)
+    card = next(m for m in result.policy["models"] if m["name"] == "m/a")
+    row = card["reasoning_family"]
+    assert row != "qwen3" and result.policy["reasoning_families"] == {
+        row: {"switch": "chat_template_kwargs.enable_reasoning"}
+    }
+    assert "reasoning_family" not in next(m for m in result.policy["models"] if m["name"] == "m/b")
+    assert find(result, "reasoning_families.odd", "unmapped")
+    loads(result, build_ctx)
+    # The route's `on` reaches the upstream body through that row.
+    policy = PolicyLoader(SignalCatalog(), file="test").parse_mapping(result.policy)
+    assert policy is not None
+    model = policy.model("m/a")
+    assert model is not None
+    body: dict[str, Any] = {}
+    assert apply_reasoning(body, ApiKind.CHAT, ReasoningSetting(mode="on"), policy.reasoning_family(model)) == "on"
+    assert body == {"chat_template_kwargs": {"enable_reasoning": True}}
+
+
+def test_a_route_whose_first_model_sets_no_reasoning_sets_none_and_says_so() -> None:
+    config = _reasoning_config()
+    config["decisions"][0]["modelRefs"] = [{"model": "m/a"}, {"model": "m/b", "use_reasoning": True}]
+    result = imported(config)
+    assert "reasoning" not in decision(result, "think")["action"]
+    assert "sets no reasoning" in find(result, "decisions[0].modelRefs[0]", "approximated")[0].why
