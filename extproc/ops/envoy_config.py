@@ -29,7 +29,7 @@ import yaml
 
 from extproc import headers as vsr
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
-from extproc.protocol.models_list import MODELS_PATH
+from extproc.policy.models_list import MODELS_PATH
 from extproc.protocol.request import API_PATHS
 from extproc.protocol.translate import CHAT_PATH
 from extproc.server.grpc_service import (

@@ -1,7 +1,7 @@
 """Anthropic Messages (`POST /v1/messages`): the request parsed into the one RoutingRequest, and
 what the router answers itself in Anthropic's shapes (errors, a clarifying message, its SSE).
 
-Parsing follows the OpenAI parser's rules (`protocol.openai._Parser`: typed errors, the same
+Parsing follows the OpenAI parser's rules (`protocol.openai_parser._Parser`: typed errors, the same
 image checks, the same token estimate), with Messages' own content blocks:
 
 - `system`: a string or text blocks -> system text;
@@ -26,9 +26,9 @@ from typing import Any
 
 from extproc.errors import MalformedRequest, PayloadTooLarge
 from extproc.images import RemoteImage, inspect_image, parse_data_uri
-from extproc.protocol.openai import _json_type, _Parser
+from extproc.protocol.jsonbody import dumps
+from extproc.protocol.openai_parser import _json_type, _Parser
 from extproc.protocol.request import Role
-from extproc.protocol.responses import dumps
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
@@ -217,17 +217,6 @@ class MessagesParser(_Parser):
                 for position, inner in enumerate(blocks):
                     self._block(inner, role, index, f"{where}.source.content[{position}]", origin)
         # base64 (PDF), url and file documents are passed on unread (see SECURITY.md).
-
-
-def tool_choice_word(choice: object) -> str | None:
-    """Messages' tool_choice as the RoutingRequest's word: auto / none / required, or the tool's name."""
-    if not isinstance(choice, dict):
-        return None
-    kind = choice.get("type")
-    if kind == "tool":
-        name = choice.get("name")
-        return str(name) if name else None
-    return {"auto": "auto", "any": "required", "none": "none"}.get(str(kind))
 
 
 def with_system_prompt(raw: dict[str, Any], content: str, mode: str) -> str | list[Any]:

@@ -95,8 +95,6 @@ class RoutingRequest:
         """`tool_choice` as one word: none / auto / required, or the forced function's name."""
         choice = self.raw.get("tool_choice")
         if self.api is ApiKind.MESSAGES:
-            from extproc.protocol.anthropic import tool_choice_word
-
             return tool_choice_word(choice)
         if isinstance(choice, str):
             return choice
@@ -139,3 +137,14 @@ def estimate_tokens(texts: Iterable[TextSegment]) -> int:
         size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         messages.add(segment.message_index)
     return -(-size // BYTES_PER_TOKEN) + TOKENS_PER_MESSAGE * len(messages)
+
+
+def tool_choice_word(choice: object) -> str | None:
+    """Messages' tool_choice as the RoutingRequest's word: auto / none / required, or the tool's name."""
+    if not isinstance(choice, dict):
+        return None
+    kind = choice.get("type")
+    if kind == "tool":
+        name = choice.get("name")
+        return str(name) if name else None
+    return {"auto": "auto", "any": "required", "none": "none"}.get(str(kind))

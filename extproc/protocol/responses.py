@@ -3,23 +3,13 @@ immediate replies (an error, or a clarifying assistant message, streamed or not)
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+from extproc.protocol.jsonbody import dumps as dumps
 from extproc.protocol.request import ApiKind
-
-
-def dumps(obj: Any) -> bytes:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        # A lone surrogate (valid JSON `\ud800`, not valid UTF-8): keep it escaped, as the client sent it.
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode()
-
 
 SystemPromptMode = Literal["insert", "replace"]
 

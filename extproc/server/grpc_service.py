@@ -60,7 +60,7 @@ from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
 from extproc.protocol import anthropic
 from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
-from extproc.protocol.models_list import MODELS_PATH, is_models_path, model_body, models_body
+from extproc.policy.models_list import MODELS_PATH, is_models_path, model_body, models_body
 from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.protocol.responses import dumps
 from extproc.protocol.translate import ChatToMessagesStream, chat_to_message
