@@ -58,9 +58,9 @@ from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arg
 from extproc.errors import RequestError, error_body
 from extproc.observability.observer import REQUEST_ID, Observer
 from extproc.observability.tracing import TRACE_HEADERS
+from extproc.policy.models_list import MODELS_PATH, is_models_path, model_body, models_body
 from extproc.protocol import anthropic
 from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
-from extproc.policy.models_list import MODELS_PATH, is_models_path, model_body, models_body
 from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.protocol.responses import dumps
 from extproc.protocol.translate import ChatToMessagesStream, chat_to_message
