@@ -36,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -258,6 +259,12 @@ class Comparison:
             f"vs {self.baseline_envoy_cpu_s * 1000 / max(1, n_b):.3f}; errors "
             f"{sum(r.errors for r in self.policy + self.baseline)}"
         )
+        for side, results in ((name, self.policy), (baseline_name, self.baseline)):
+            bad: Counter[int] = Counter()
+            for r in results:
+                bad.update({k: v for k, v in r.statuses.items() if k != 200})
+            if bad:
+                print(f"non-200 statuses, {side}: {dict(sorted(bad.items()))}")
 
 
 def compare(stack: Stack, baseline: Stack, args: argparse.Namespace, bodies: list[bytes]) -> Comparison:

@@ -59,29 +59,47 @@ SHORT_CHARS = 200
 
 
 def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
-    """The policy with every `classifier` signal and every rule leaf that reads one removed
-    (a decision left with no rule is removed too)."""
+    """The policy as if its `classifier` signals never matched: each of their signals is removed
+    and every rule leaf that reads one is taken as false, then folded (an `all` with a false child
+    is false, an `any` drops it, a `not` of false is true); a decision or tool rule whose rule is
+    then false is removed (one that became always true is refused: the policy language has no
+    constant to write it with). Dropping the
+    leaf instead would widen an `all`: `all: [unsure, confirmed, not code]` would refuse every
+    request without code."""
     out = copy.deepcopy(policy)
     learned = {s["name"] for s in out.get("signals", []) if s.get("type") == "classifier"}
     out["signals"] = [s for s in out.get("signals", []) if s["name"] not in learned]
 
-    def prune(node: Any) -> Any:
+    def fold(node: Any) -> Any:
+        """The node with classifier leaves folded away: a node, or the constant False / True."""
         if isinstance(node, dict) and "signal" in node:
-            return None if node["signal"] in learned else node
-        if isinstance(node, dict):
-            for key in ("all", "any"):
-                if key in node:
-                    kept = [c for c in (prune(child) for child in node[key]) if c is not None]
-                    return {key: kept} if kept else None
-            if "not" in node:
-                inner = prune(node["not"])
-                return {"not": inner} if inner is not None else None
+            return False if node["signal"] in learned else node
+        if isinstance(node, dict) and ("all" in node or "any" in node):
+            key = "all" if "all" in node else "any"
+            children = [fold(child) for child in node[key]]
+            absorbing = key == "any"  # True absorbs an `any`; False absorbs an `all`
+            if absorbing in children:
+                return absorbing
+            kept = [c for c in children if c is not (not absorbing)]
+            return {key: kept} if kept else (not absorbing)
+        if isinstance(node, dict) and "not" in node:
+            inner = fold(node["not"])
+            return (not inner) if isinstance(inner, bool) else {"not": inner}
         return node
 
-    decisions = [{**d, "when": prune(d["when"])} for d in out.get("decisions", [])]
-    out["decisions"] = [d for d in decisions if d["when"] is not None]
-    rules = [{**rule, "when": prune(rule["when"])} for rule in out.get("tool_rules", [])]
-    out["tool_rules"] = [rule for rule in rules if rule["when"] is not None]
+    def folded(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        kept = []
+        for item in items:
+            when = fold(item["when"])
+            if when is False:
+                continue
+            if when is True:
+                raise ValueError(f"{item['name']}: without its classifier signals its rule is always true")
+            kept.append({**item, "when": when})
+        return kept
+
+    out["decisions"] = folded(out.get("decisions", []))
+    out["tool_rules"] = folded(out.get("tool_rules", []))
     return out
 
 
