@@ -21,14 +21,26 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PIL import Image
 
 from extproc.models.cache import LruCache
+
+# How the models run (tuning, runtimes) is in `ocr_runtime`; OcrTuning stays importable from here.
+from extproc.models.ocr_runtime import (
+    GATE_SCALE,
+    REC_HEIGHT,
+    OcrEngineStats,
+    is_int,
+    ort_model,
+    ov_model,
+    rapidocr_model_files,
+)
+from extproc.models.ocr_runtime import OcrTuning as OcrTuning
+from extproc.models.ocr_runtime import openvino_available as openvino_available
 from extproc.models.registry import ModelRegistry
 
 if TYPE_CHECKING:
@@ -169,252 +181,6 @@ def prepare_image(img: Image.Image, max_side: int) -> tuple[Image.Image, float]:
 
 # --------------------------------------------------------------------------- rapidocr
 
-OcrPipeline = Literal["fast", "rapidocr"]
-OcrRuntime = Literal["auto", "onnxruntime", "openvino"]
-DetLimitType = Literal["min", "max"]
-OvPrecision = Literal["auto", "f32", "bf16"]
-
-GATE_SCALE = 0.4  # the cheap first look's size, when `ocr.text_gate` turns it on
-_REC_HEIGHT = 48  # PP-OCR recognition models take 48-pixel-high text lines
-
-
-@dataclass(frozen=True, slots=True)
-class OcrTuning:
-    """How the rapidocr models run. `OcrTuning()` is the fast default; `OcrTuning.legacy()`
-    is the first wave's settings (kept for comparison and as a fallback).
-
-    - `pipeline`: "fast" drives the PP-OCR models itself (below); "rapidocr" goes through the
-      `RapidOCR` object as the first wave did.
-    - `runtime`: "auto" takes OpenVINO when it is importable (and loads), else onnxruntime.
-      OpenVINO runs in bf16 on CPUs that have it (`ov_precision` "auto"; AVX512-BF16/AMX),
-      ~1.5x faster than its own fp32 or onnxruntime's; in fp32 the two are about even.
-    - `det_limit_type`/`det_limit_side_len`: the detector's input size, as rapidocr's
-      `Det.limit_type`/`limit_side_len`: "min"/736 scales the short side up to 736.
-    - `det_max_upscale`: but by at most this factor (None: no cap, rapidocr's behaviour).
-      Uncapped, a 640x120 strip is detected at 3923x736 and a 300x200 photo at 1104x736,
-      at 6-36x the cost; the box geometry of images near 736 stays exactly as before.
-    - `rec_batch`: text lines recognised per model call. The fast pipeline sorts lines by
-      aspect ratio (a batch is padded to its widest line) and checks the deadline between
-      calls. 1 is fastest on CPU: no padding at all; 8 cost ~15% more, 32 ~60% more.
-    - `rec_min_width`: the narrowest recognition input (rapidocr pads every line to 320,
-      so "12" costs as much as a 7-word line; 96 reads the same text on the corpus).
-    - `rec_width_step`: recognition inputs are padded to a multiple of this width, so a
-      long-running process meets few distinct input shapes (OpenVINO prepares each new
-      shape once, ~5 ms); `warm_up` runs every width up to `rec_warm_width` once.
-    - `mem_arena`: onnxruntime's CPU memory arena (rapidocr turns it off; every run then
-      allocates and page-faults its buffers afresh: 2-2.5x slower detection).
-    - `gate_scale`, `gate_min_side`: the cheap first look (`gate_scale` 0: off). An image is
-      first looked at with the same detector at `gate_scale` of its size (its long side at
-      least `gate_min_side`), when that is under half the full detection input's pixels; an
-      area-averaged downscale, so small text blurs rather than aliases, looked at as it is and
-      with local contrast equalised (pale text), with lower thresholds than the full pass, so
-      faint and small text still leaves a box. No
-      candidate box: no text, full detection and recognition are skipped. Candidates are
-      read from the full-resolution pixels, largest first; the first that reads as text
-      (two or more letters or digits at `min_score`) sends the image to the full pass, as
-      do more than `gate_probe_lines` candidates. Photos, X-rays and fundus images cost
-      one small detection (and a few line reads where edges look like text).
-      Off by default: on photos with pale text (ink at 30-60% contrast, 12-28 px) the small
-      looks miss text that full OCR reads (7-14 of 16 such captions, at scales 0.4-0.6,
-      `tests/models/test_ocr_text_gate.py`); black text, small or rotated, is not missed.
-    """
-
-    pipeline: OcrPipeline = "fast"
-    runtime: OcrRuntime = "auto"
-    det_limit_type: DetLimitType = "min"
-    det_limit_side_len: int = 736
-    det_max_upscale: float | None = 1.25
-    rec_batch: int = 1
-    rec_min_width: int = 96
-    rec_width_step: int = 64
-    rec_warm_width: int = 1600
-    mem_arena: bool = True
-    ov_precision: OvPrecision = "auto"
-    gate_scale: float = 0.0
-    gate_min_side: int = 320
-    gate_probe_lines: int = 8
-
-    def __post_init__(self) -> None:
-        errors = []
-        if self.pipeline not in ("fast", "rapidocr"):
-            errors.append(f"pipeline must be 'fast' or 'rapidocr', got {self.pipeline!r}")
-        if self.runtime not in ("auto", "onnxruntime", "openvino"):
-            errors.append(f"runtime must be 'auto', 'onnxruntime' or 'openvino', got {self.runtime!r}")
-        if self.det_limit_type not in ("min", "max"):
-            errors.append(f"det_limit_type must be 'min' or 'max', got {self.det_limit_type!r}")
-        if not _is_int(self.det_limit_side_len) or not 32 <= self.det_limit_side_len <= 4096:
-            errors.append(f"det_limit_side_len must be an integer in [32, 4096], got {self.det_limit_side_len!r}")
-        if self.det_max_upscale is not None and (
-            isinstance(self.det_max_upscale, bool)
-            or not isinstance(self.det_max_upscale, int | float)
-            or not 1.0 <= self.det_max_upscale <= 8.0
-        ):
-            errors.append(f"det_max_upscale must be None or a number in [1, 8], got {self.det_max_upscale!r}")
-        if self.pipeline == "rapidocr" and self.det_max_upscale is not None:
-            errors.append("det_max_upscale needs pipeline 'fast' (rapidocr's own resize has no cap)")
-        if not _is_int(self.rec_batch) or not 1 <= self.rec_batch <= 64:
-            errors.append(f"rec_batch must be an integer in [1, 64], got {self.rec_batch!r}")
-        if not _is_int(self.rec_min_width) or not _REC_HEIGHT <= self.rec_min_width <= 2048:
-            errors.append(f"rec_min_width must be an integer in [{_REC_HEIGHT}, 2048], got {self.rec_min_width!r}")
-        if not _is_int(self.rec_width_step) or not 1 <= self.rec_width_step <= 256:
-            errors.append(f"rec_width_step must be an integer in [1, 256], got {self.rec_width_step!r}")
-        if not _is_int(self.rec_warm_width) or not 0 <= self.rec_warm_width <= 4096:
-            errors.append(f"rec_warm_width must be an integer in [0, 4096], got {self.rec_warm_width!r}")
-        if not isinstance(self.mem_arena, bool):
-            errors.append(f"mem_arena must be a bool, got {self.mem_arena!r}")
-        if self.ov_precision not in ("auto", "f32", "bf16"):
-            errors.append(f"ov_precision must be 'auto', 'f32' or 'bf16', got {self.ov_precision!r}")
-        if (
-            isinstance(self.gate_scale, bool)
-            or not isinstance(self.gate_scale, int | float)
-            or not (self.gate_scale == 0 or 0.1 <= self.gate_scale <= 0.7)
-        ):
-            errors.append(f"gate_scale must be 0 (off) or a number in [0.1, 0.7], got {self.gate_scale!r}")
-        if not _is_int(self.gate_min_side) or not 64 <= self.gate_min_side <= 2048:
-            errors.append(f"gate_min_side must be an integer in [64, 2048], got {self.gate_min_side!r}")
-        if not _is_int(self.gate_probe_lines) or not 0 <= self.gate_probe_lines <= 64:
-            errors.append(f"gate_probe_lines must be an integer in [0, 64], got {self.gate_probe_lines!r}")
-        if self.pipeline == "rapidocr" and self.gate_scale:
-            errors.append("gate_scale needs pipeline 'fast' (set it to 0 with the rapidocr pipeline)")
-        if self.pipeline == "rapidocr" and self.runtime == "openvino":
-            errors.append("runtime 'openvino' needs pipeline 'fast' (the rapidocr pipeline runs onnxruntime)")
-        if errors:
-            raise ValueError("invalid OCR tuning: " + "; ".join(errors))
-
-    @classmethod
-    def legacy(cls) -> OcrTuning:
-        """The first wave's settings: rapidocr defaults, angle classifier off, batches of 6 in detection order."""
-        return cls(
-            pipeline="rapidocr", runtime="onnxruntime", det_limit_type="min", det_limit_side_len=736,
-            det_max_upscale=None, rec_batch=6, rec_min_width=320, rec_width_step=1, rec_warm_width=0, mem_arena=False,
-            gate_scale=0,
-        )  # fmt: skip
-
-    @classmethod
-    def gated(cls, **changes: Any) -> OcrTuning:
-        """The defaults with the cheap first look on (`ocr.text_gate: true`; off by default: see below)."""
-        return cls(**({"gate_scale": GATE_SCALE} | changes))
-
-    def describe(self) -> str:
-        if self.pipeline == "rapidocr":
-            return f"rapidocr pipeline, det {self.det_limit_type}/{self.det_limit_side_len}, rec batch {self.rec_batch}"
-        cap = "" if self.det_max_upscale is None else f" upscale<={self.det_max_upscale:g}"
-        return (
-            f"fast pipeline ({self.runtime}), det {self.det_limit_type}/{self.det_limit_side_len}{cap}, "
-            f"rec batch {self.rec_batch} sorted, width >= {self.rec_min_width} step {self.rec_width_step}, "
-            f"warmed to {self.rec_warm_width}, arena={self.mem_arena}"
-            + ("" if self.ov_precision == "auto" else f", openvino {self.ov_precision}")
-            + (
-                f", text gate x{self.gate_scale:g} (>= {self.gate_min_side}px), {self.gate_probe_lines} probes"
-                if self.gate_scale
-                else ", no text gate"
-            )
-        )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def openvino_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("openvino") is not None
-
-
-@dataclass(slots=True)
-class OcrEngineStats:
-    """Counters an engine keeps (read them in tests and benches; no locking beyond the engine's)."""
-
-    images: int = 0  # images run through detection
-    det_empty: int = 0  # images where detection found no text box: recognition skipped
-    rec_calls: int = 0  # recognition model calls (batches)
-    lines_read: int = 0  # text lines recognised
-    lines_skipped: int = 0  # text lines left unread by the deadline
-    gate_looks: int = 0  # images given the cheap first look
-    gate_skipped: int = 0  # of those, judged free of text: full detection and recognition skipped
-    gate_probes: int = 0  # candidate lines the first look read
-
-
-ModelFn = Callable[["NDArray[np.float32]"], "NDArray[np.float32]"]
-
-
-def _rapidocr_model_files() -> tuple[Path, Path]:
-    """The detection and recognition ONNX files the rapidocr wheel ships (what its defaults load)."""
-    import rapidocr
-
-    folder = Path(rapidocr.__file__).resolve().parent / "models"
-    found = []
-    for task in ("det", "rec"):
-        candidates = sorted(folder.glob(f"*_{task}_*.onnx"))
-        if len(candidates) != 1:
-            raise FileNotFoundError(f"expected one {task} model in {folder}, found {[c.name for c in candidates]}")
-        found.append(candidates[0])
-    return found[0], found[1]
-
-
-def _ort_model(
-    path: Path, threads: int | None, arena: bool, shrink_above: int | None = None
-) -> tuple[ModelFn, list[str] | None]:
-    """An onnxruntime session as a function, and the model's character list (if it carries one)."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    opts.enable_cpu_mem_arena = arena
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.inter_op_num_threads = 1
-    if threads is not None:
-        opts.intra_op_num_threads = threads
-    # The arena grows by what a run asks for (as rapidocr configures it). The speed comes from
-    # reusing buffers within a run (a 1600x1600 detection: 1.8 s without the arena, 0.7 s with
-    # it); a run whose input has more than `shrink_above` values shrinks the arena afterwards,
-    # so a large image's ~500 MB go back (shrinking after every run costs ~15% more CPU).
-    provider = ("CPUExecutionProvider", {"arena_extend_strategy": "kSameAsRequested"})
-    session = ort.InferenceSession(str(path), sess_options=opts, providers=[provider])
-    keep = ort.RunOptions()
-    shrink = ort.RunOptions()
-    shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-    limit = shrink_above if arena and shrink_above is not None else None
-    input_name = session.get_inputs()[0].name
-    output_name = session.get_outputs()[0].name
-    meta = session.get_modelmeta().custom_metadata_map
-    chars = meta["character"].splitlines() if "character" in meta else None
-
-    def run(x: NDArray[np.float32]) -> NDArray[np.float32]:
-        options = shrink if limit is not None and x.size > limit else keep
-        out: NDArray[np.float32] = session.run([output_name], {input_name: x}, options)[0]
-        return out
-
-    return run, chars
-
-
-def _ov_model(path: Path, threads: int | None, precision: OvPrecision) -> tuple[ModelFn, list[str] | None]:
-    """An OpenVINO CPU model as a function (one infer request: callers hold the engine lock)."""
-    import importlib
-
-    ov: Any = importlib.import_module("openvino")
-    core = ov.Core()
-    model = core.read_model(str(path))
-    config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False}
-    if threads is not None:
-        config["INFERENCE_NUM_THREADS"] = threads
-    if precision != "auto":
-        config["INFERENCE_PRECISION_HINT"] = precision
-    request = core.compile_model(model, "CPU", config).create_infer_request()
-    chars: list[str] | None
-    try:
-        chars = str(model.get_rt_info(["framework", "character"]).astype(str)).splitlines()
-    except Exception:  # no such entry (a detection model)
-        chars = None
-
-    def run(x: NDArray[np.float32]) -> NDArray[np.float32]:
-        request.infer([x])
-        out: NDArray[np.float32] = request.get_output_tensor(0).data.copy()
-        return out
-
-    return run, chars
-
 
 class RapidOcrEngine:
     """PP-OCR (the det and rec ONNX models the rapidocr wheel ships), angle classifier off.
@@ -437,7 +203,7 @@ class RapidOcrEngine:
             tuning = replace(tuning, rec_batch=rec_batch)
         if not 0.0 <= min_score <= 1.0:
             raise ValueError(f"min_score must be within [0, 1], got {min_score}")
-        if threads is not None and (not _is_int(threads) or threads < 1):
+        if threads is not None and (not is_int(threads) or threads < 1):
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
         self.tuning = tuning
         self.runtime = "onnxruntime"
@@ -477,23 +243,23 @@ class RapidOcrEngine:
         t = self.tuning
         runtime = t.runtime
         chars: list[str] | None = None
-        det_path, rec_path = _rapidocr_model_files()
+        det_path, rec_path = rapidocr_model_files()
         if runtime == "auto":
             runtime = "onnxruntime"
             if openvino_available():
                 try:
-                    self._det, _ = _ov_model(det_path, threads, t.ov_precision)
-                    self._rec, chars = _ov_model(rec_path, threads, t.ov_precision)
+                    self._det, _ = ov_model(det_path, threads, t.ov_precision)
+                    self._rec, chars = ov_model(rec_path, threads, t.ov_precision)
                     runtime = "openvino"
                 except Exception as exc:  # a broken install must not take OCR down: onnxruntime reads the same
                     log.warning("OpenVINO could not load the OCR models (%s); using onnxruntime", exc)
         elif runtime == "openvino":
-            self._det, _ = _ov_model(det_path, threads, t.ov_precision)
-            self._rec, chars = _ov_model(rec_path, threads, t.ov_precision)
+            self._det, _ = ov_model(det_path, threads, t.ov_precision)
+            self._rec, chars = ov_model(rec_path, threads, t.ov_precision)
         if runtime == "onnxruntime":
             # Detection on more than ~1 megapixel gives its arena back; recognition's buffers are small.
-            self._det, _ = _ort_model(det_path, threads, t.mem_arena, shrink_above=3 * 1024 * 1024)
-            self._rec, chars = _ort_model(rec_path, threads, t.mem_arena)
+            self._det, _ = ort_model(det_path, threads, t.mem_arena, shrink_above=3 * 1024 * 1024)
+            self._rec, chars = ort_model(rec_path, threads, t.mem_arena)
         if not chars:
             raise ValueError(f"{rec_path.name} carries no character list")
         self.runtime = runtime
@@ -525,7 +291,7 @@ class RapidOcrEngine:
             step = self.tuning.rec_width_step
             first = -(-self.tuning.rec_min_width // step) * step
             for width in range(first, self.tuning.rec_warm_width + 1, step):
-                self._rec(np.zeros((1, 3, _REC_HEIGHT, width), dtype=np.float32))
+                self._rec(np.zeros((1, 3, REC_HEIGHT, width), dtype=np.float32))
         self.stats = OcrEngineStats()
 
     # ---------------------------------------------------------------- recognition
@@ -714,19 +480,19 @@ class RapidOcrEngine:
         ratios = [c.shape[1] / max(1, c.shape[0]) for c in crops]
         order = sorted(range(len(crops)), key=lambda i: ratios[i])
         batch = self.tuning.rec_batch
-        min_ratio = self.tuning.rec_min_width / _REC_HEIGHT
+        min_ratio = self.tuning.rec_min_width / REC_HEIGHT
         for start in range(0, len(order), batch):
             if deadline is not None and time.monotonic() >= deadline:
                 self.stats.lines_skipped += len(order) - start
                 return texts, scores, True
             idx = order[start : start + batch]
             max_ratio = max(min_ratio, max(ratios[i] for i in idx))
-            width = int(_REC_HEIGHT * max_ratio)
+            width = int(REC_HEIGHT * max_ratio)
             width = -(-width // self.tuning.rec_width_step) * self.tuning.rec_width_step
-            x = np.zeros((len(idx), 3, _REC_HEIGHT, width), dtype=np.float32)
+            x = np.zeros((len(idx), 3, REC_HEIGHT, width), dtype=np.float32)
             for row, i in enumerate(idx):
-                resized_w = min(width, math.ceil(_REC_HEIGHT * ratios[i]))
-                line = cv2.resize(crops[i], (max(1, resized_w), _REC_HEIGHT)).astype(np.float32)
+                resized_w = min(width, math.ceil(REC_HEIGHT * ratios[i]))
+                line = cv2.resize(crops[i], (max(1, resized_w), REC_HEIGHT)).astype(np.float32)
                 x[row, :, :, :resized_w] = line.transpose((2, 0, 1)) / 127.5 - 1.0
             self.stats.rec_calls += 1
             preds = self._rec(x)

@@ -14,7 +14,16 @@ from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
-from extproc.policy.schema import ClarifyAction, Decision, DefaultDecision, ModelSpec, Plugins, RejectAction, ToolRule
+from extproc.policy.schema import (
+    ClarifyAction,
+    Decision,
+    DefaultDecision,
+    ModelSpec,
+    Plugins,
+    RejectAction,
+    RouteAction,
+    ToolRule,
+)
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Signal, SignalResult, SignalStatus
 
@@ -128,10 +137,31 @@ def decide(
     because no decision needed it (the router's lazy dispatch), "on_error" when it should be
     treated as a failure of that signal (replaying a log under a policy with new signals).
     """
-    signals = policy.signals
+    failure = _signal_failure(policy, results, missing)
+    if failure is not None:
+        return failure
+    choice = _choose(policy, results, missing)
+    if choice.overloaded is not None:
+        return _shed(policy, choice.overloaded, choice)
+    return _apply(policy, request, choice)
 
-    # A signal with on_error=reject that could not answer rejects the request outright.
-    for name, signal in signals.items():
+
+@dataclass(slots=True)
+class _Choice:
+    """The walk over the decisions: the winner (None: the default), the trace, and the overload."""
+
+    winner: Decision | None
+    trace: list[DecisionTrace]
+    timed_out: set[str]
+    fail_safe: bool = False
+    overloaded: Decision | None = None  # the first decision left undecided by a timed-out signal
+
+
+def _signal_failure(
+    policy: CompiledPolicy, results: Mapping[str, SignalResult], missing: Literal["unknown", "on_error"]
+) -> EngineResult | None:
+    """A signal with on_error=reject that could not answer rejects the request outright."""
+    for name, signal in policy.signals.items():
         signal_result = results.get(name)
         if signal_result is None and missing == "unknown":
             continue
@@ -146,6 +176,15 @@ def decide(
                 code="signal_unavailable",
                 notes=[f"{name}: {status}, on_error=reject"],
             )
+    return None
+
+
+def _choose(
+    policy: CompiledPolicy, results: Mapping[str, SignalResult], missing: Literal["unknown", "on_error"]
+) -> _Choice:
+    """Every decision's value, by priority; the first true one wins, unless a timed-out signal
+    left an earlier one undecided (fail-safe match, or shed)."""
+    signals = policy.signals
 
     def value_of(leaf: Leaf) -> Tri:
         result = results.get(leaf.signal)
@@ -158,13 +197,10 @@ def decide(
     def overloaded_as_match(leaf: Leaf) -> Tri:
         return Tri.TRUE if leaf.signal in timed_out else value_of(leaf)
 
-    winner: Decision | DefaultDecision | None = None
-    fail_safe = False
-    overloaded: Decision | None = None  # the first decision left undecided by a timed-out signal
-    trace: list[DecisionTrace] = []
+    choice = _Choice(winner=None, trace=[], timed_out=timed_out)
     for decision in policy.decisions:  # highest priority first
         value, blame = evaluate(decision.when, value_of)
-        trace.append(
+        choice.trace.append(
             DecisionTrace(
                 decision.name,
                 decision.priority,
@@ -173,45 +209,66 @@ def decide(
                 blame.path if blame else None,
             )
         )
-        if winner is not None or overloaded is not None:
+        if choice.winner is not None or choice.overloaded is not None:
             continue
         if value is Tri.TRUE:
-            winner = decision
+            choice.winner = decision
         elif value is Tri.UNKNOWN and timed_out and _timeout_matters(decision, timed_out, value_of):
             if decision.fail_safe and evaluate(decision.when, overloaded_as_match)[0] is Tri.TRUE:
-                winner, fail_safe = decision, True
+                choice.winner, choice.fail_safe = decision, True
             elif policy.spec.overload.action == "shed" and decision.on_overload != "skip":
-                overloaded = decision
-    if overloaded is not None:
-        retry = policy.spec.overload.retry_after_s
-        names = ", ".join(sorted(s for s in timed_out if s in _signals_of(overloaded)))
-        return EngineResult(
-            action="reject",
-            decision=f"overloaded:{overloaded.name}",
-            status=429,
-            message=f"The router is overloaded and could not check this request in time; retry in {retry} s.",
-            code="overloaded",
-            trace=trace,
-            notes=[f"{overloaded.name} undecided: {names} timed out; policy overload: shed"],
-            shed=True,
-            retry_after_s=retry,
-        )
-    is_default = winner is None
-    chosen: Decision | DefaultDecision = winner if winner is not None else policy.default
+                choice.overloaded = decision
+    return choice
+
+
+def _shed(policy: CompiledPolicy, overloaded: Decision, choice: _Choice) -> EngineResult:
+    """The 429 for a request whose deciding signals timed out under the `shed` overload policy."""
+    retry = policy.spec.overload.retry_after_s
+    names = ", ".join(sorted(s for s in choice.timed_out if s in _signals_of(overloaded)))
+    return EngineResult(
+        action="reject",
+        decision=f"overloaded:{overloaded.name}",
+        status=429,
+        message=f"The router is overloaded and could not check this request in time; retry in {retry} s.",
+        code="overloaded",
+        trace=choice.trace,
+        notes=[f"{overloaded.name} undecided: {names} timed out; policy overload: shed"],
+        shed=True,
+        retry_after_s=retry,
+    )
+
+
+def _apply(policy: CompiledPolicy, request: RoutingRequest, choice: _Choice) -> EngineResult:
+    """The chosen decision's action: reject, clarify, or route to its first capable model."""
+    is_default = choice.winner is None
+    chosen: Decision | DefaultDecision = choice.winner if choice.winner is not None else policy.default
+    trace = choice.trace
     trace.append(DecisionTrace(policy.default.name, None, Tri.TRUE if is_default else Tri.FALSE))
 
     action = chosen.action
     result = EngineResult(action="route", decision=chosen.name, plugins=chosen.plugins, trace=trace)
-    if fail_safe:
+    if choice.fail_safe:
         result.fail_safe = True
-        result.notes.append(f"fail-safe: {chosen.name} taken because {', '.join(sorted(timed_out))} timed out")
+        result.notes.append(f"fail-safe: {chosen.name} taken because {', '.join(sorted(choice.timed_out))} timed out")
     if isinstance(action, RejectAction):
         result.action, result.status, result.message, result.code = "reject", action.status, action.message, action.code
         return result
     if isinstance(action, ClarifyAction):
         result.action, result.message = "clarify", action.message
         return result
+    return _route(policy, request, chosen, action, is_default, result)
 
+
+def _route(
+    policy: CompiledPolicy,
+    request: RoutingRequest,
+    chosen: Decision | DefaultDecision,
+    action: RouteAction,
+    is_default: bool,
+    result: EngineResult,
+) -> EngineResult:
+    """The route's model: the client's pick where the default allows it, else the decision's
+    first model that can take the request (images, context window)."""
     candidates = [m for m in (policy.model(name) for name in action.models) if m is not None]
     requested = _client_model(policy, request)
     if requested is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from extproc.models.attack_classifier import (
+from extproc.models.lexical_features import (
     LexicalConfig,
     _feature_plan,
     lexical_features,
