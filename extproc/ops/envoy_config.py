@@ -28,19 +28,21 @@ import betterproto2
 import yaml
 
 from extproc import headers as vsr
-from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
-from extproc.policy.models_list import MODELS_PATH
-from extproc.protocol.request import API_PATHS
-from extproc.protocol.translate import CHAT_PATH
-from extproc.server.grpc_service import (
+from extproc.headers import (
     CACHE_CONTROL_KEY,
+    CLIENT_NAMESPACE,
+    DECISION_NAMESPACE,
     OBSERVE_KEY,
     RESPOND_KEY,
     RESPONSE_ATTRIBUTES,
     SESSION_KEY,
     TRANSLATE_KEY,
 )
-from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
+from extproc.headers import TENANT_PREFIX as TENANT_KEY_PREFIX
+from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT
+from extproc.policy.models_list import MODELS_PATH
+from extproc.protocol.request import API_PATHS
+from extproc.protocol.translate import CHAT_PATH
 from extproc.settings import DispatchSettings
 
 # envoy-data-plane's generated models trip pydantic deprecation warnings on import; they are
@@ -159,8 +161,6 @@ TRACE_CONTEXT_HEADERS = ("traceparent", "tracestate")  # W3C trace context
 # Inference requests ext_proc did not decide (no body, so Envoy never called it) are routed
 # here: a cluster with no hosts, whose "no healthy upstream" reply becomes a 400 (local_reply).
 UNDECIDED_CLUSTER = "vsr_undecided"
-DECISION_NAMESPACE = "vsr"  # dynamic metadata ext_proc writes: cluster, decision, model, signals, trace, headers
-CLIENT_NAMESPACE = "vsr.request"  # dynamic metadata from the client's x-vsr-debug header
 # The semantic cache's store phase: a second ext_proc filter, enabled only on store routes.
 CACHE_STORE_FILTER = "vsr.cache_store"
 TOOL_RULES_FILTER = "vsr.tool_rules"  # the tool rules' response phase, enabled only on respond routes
