@@ -472,7 +472,7 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
         stat_prefix="vsr",
     )
     if one:
-        config.request_attributes = ["request.path", "request.method", "request.id"]
+        config.request_attributes = list(vsr.REQUEST_ATTRIBUTES)
         config.metadata_options = MetadataOptions(
             forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[CLIENT_NAMESPACE]),
             receiving_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),
@@ -548,7 +548,7 @@ def client_header_filters(options: EnvoyOptions | None = None) -> list[HttpFilte
         ConfigRule(
             header=vsr.DEBUG,
             on_header_present=ConfigKeyValuePair(
-                metadata_namespace=CLIENT_NAMESPACE, key="debug", type=ConfigValueType.STRING
+                metadata_namespace=CLIENT_NAMESPACE, key=vsr.DEBUG_KEY, type=ConfigValueType.STRING
             ),
             remove=True,
         )
@@ -691,7 +691,7 @@ def routes(
     ]
     for upstream in upstreams:
         for translate, respond, store in combinations:
-            matchers = [_decision_is("cluster", upstream.cluster)]
+            matchers = [_decision_is(vsr.CLUSTER_KEY, upstream.cluster)]
             per_filter: dict[str, AnyMessage] = {}
             suffix = ""
             if translate:
@@ -716,19 +716,19 @@ def routes(
                     ),
                     route=_translated(RouteAction(cluster=upstream.cluster, timeout=timeout), translate),
                     request_headers_to_add=[
-                        _from_decision(vsr.DECISION, "decision"),
-                        _from_decision(vsr.MODEL, "model"),
-                        _from_decision(vsr.REASONING, "reasoning"),
-                        *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
+                        _from_decision(vsr.DECISION, vsr.DECISION_KEY),
+                        _from_decision(vsr.MODEL, vsr.MODEL_KEY),
+                        _from_decision(vsr.REASONING, vsr.REASONING_KEY),
+                        *(_from_decision(name, f"{vsr.HEADERS_KEY}:{name}") for name in options.plugin_headers),
                     ],
                     request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
                     response_headers_to_add=[
-                        _from_decision(vsr.DECISION, "decision"),
-                        _from_decision(vsr.MODEL, "model"),
-                        _from_decision(vsr.SIGNALS, "signals"),
-                        _from_decision(vsr.TRACE, "trace"),
-                        _from_decision(vsr.CACHE, "cache"),
-                        _from_decision(vsr.REASONING, "reasoning"),
+                        _from_decision(vsr.DECISION, vsr.DECISION_KEY),
+                        _from_decision(vsr.MODEL, vsr.MODEL_KEY),
+                        _from_decision(vsr.SIGNALS, vsr.SIGNALS_KEY),
+                        _from_decision(vsr.TRACE, vsr.TRACE_KEY),
+                        _from_decision(vsr.CACHE, vsr.CACHE_KEY),
+                        _from_decision(vsr.REASONING, vsr.REASONING_KEY),
                     ],
                     typed_per_filter_config=per_filter,
                 )
@@ -810,7 +810,7 @@ def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: M
     out: list[Route] = []
     for upstream in mcp_upstreams:
         for respond in ["mcp_list", None] if options.tool_rules else [None]:
-            matchers = [_decision_is("cluster", upstream.cluster)]
+            matchers = [_decision_is(vsr.CLUSTER_KEY, upstream.cluster)]
             per_filter: dict[str, AnyMessage] = dict(_no_cache_store(options))
             if respond is not None:
                 matchers.append(_decision_is(RESPOND_KEY, respond))
@@ -822,7 +822,7 @@ def _mcp_routes(mcp_upstreams: Sequence[Upstream], options: EnvoyOptions, off: M
                     name=f"vsr-mcp-{upstream.cluster}" + ("-list" if respond else ""),
                     match=RouteMatch(path=options.mcp_path, headers=[path], dynamic_metadata=matchers),
                     route=RouteAction(cluster=upstream.cluster, timeout=timeout),
-                    response_headers_to_add=[_from_decision(vsr.DECISION, "decision")],
+                    response_headers_to_add=[_from_decision(vsr.DECISION, vsr.DECISION_KEY)],
                     typed_per_filter_config=per_filter,
                 )
             )
@@ -974,7 +974,7 @@ def local_reply() -> LocalReplyConfig:
                     metadata_filter=MetadataFilter(
                         matcher=MetadataMatcher(
                             filter=DECISION_NAMESPACE,
-                            path=[MetadataMatcherPathSegment(key="cluster")],
+                            path=[MetadataMatcherPathSegment(key=vsr.CLUSTER_KEY)],
                             value=ValueMatcher(present_match=True),
                             invert=True,
                         ),
