@@ -1,7 +1,12 @@
-"""The router's HTTP header names, in one place: the core renders them, the servicer strips and
-sets them, the Envoy config routes on them, the policy schema reserves them."""
+"""The wire contract between the servicer and the Envoy config it is deployed behind, in one place:
+the HTTP headers we own (the core renders them, the servicer strips and sets them, the Envoy
+config routes on them, the policy schema reserves them), the dynamic-metadata namespaces and keys
+the servicer and Envoy's routes and filters exchange, and the ext_proc attributes the config asks
+Envoy to send. `server/` reads and writes them; `ops.envoy_config` renders them."""
 
 from __future__ import annotations
+
+# -- HTTP headers -----------------------------------------------------------------------------
 
 # Every header we own starts with this; a client-sent one is stripped before routing.
 ROUTING_PREFIX = "x-vsr-"
@@ -15,3 +20,52 @@ TRACE = "x-vsr-trace"
 CACHE = "x-vsr-cache"  # the semantic cache's outcome: hit, miss (stored on a 200), bypass
 REASONING = "x-vsr-reasoning"  # what the router told the upstream about thinking: on:high, off, kept, none
 CACHE_SIMILARITY = "x-vsr-cache-similarity"  # on a hit: 1.000 exact, else the verified similarity
+TOOL_RULE = "x-vsr-tool-rule"  # the tool rule that acted on an answer's tool calls
+TOOL_ACTION = "x-vsr-tool-action"  # what it did: block, redact, annotate, allow
+MCP_HIDDEN = "x-vsr-mcp-hidden"  # an MCP tools/list answer: the tools a rule hid
+REQUEST_ID = "x-request-id"  # Envoy's request id (three-message flow; one message: the request.id attribute)
+
+# -- dynamic metadata -------------------------------------------------------------------------
+
+# What the servicer writes (the filters accept it only from us: `receiving_namespaces`); Envoy's
+# routes match its `cluster` and copy the rest onto the upstream request and the client's response.
+DECISION_NAMESPACE = "vsr"
+# What Envoy's header_to_metadata filter writes from client headers, sent to the servicer.
+CLIENT_NAMESPACE = "vsr.request"
+
+# In `vsr`:
+CLUSTER_KEY = "cluster"  # the routes match it
+DECISION_KEY = "decision"
+MODEL_KEY = "model"
+SIGNALS_KEY = "signals"
+TRACE_KEY = "trace"
+CACHE_KEY = "cache"  # the cache's outcome (x-vsr-cache)
+REASONING_KEY = "reasoning"
+HEADERS_KEY = "headers"  # the decision's set_headers plugin, {name: value}; routes read `headers:NAME`
+API_KEY = "api"  # the tool rules' response phase: which API the answer is in
+STORE_KEY = "store"  # the tool rules' response phase: the request asked to store the answer
+RESPOND_KEY = "respond"  # the tool rules' response phase this request needs (json, stream, mcp_list)
+TICKET_KEY = "cache_ticket"  # what the store phase stores the answer as (the store routes match it)
+CONVERSATION_KEY = "conversation"  # what the store phase learns for the conversation store
+OBSERVE_KEY = "observe"  # the store phase is wanted (a cache ticket or a conversation ticket)
+TRANSLATE_KEY = "translate"  # the upstream speaks Chat for this Messages request (routes rewrite the path)
+
+# In `vsr.request` (copied or moved there by Envoy from the client's headers):
+DEBUG_KEY = "debug"  # the client's x-vsr-debug
+TENANT_PREFIX = "tenant:"  # + a configured tenant header's name: its value
+CACHE_CONTROL_KEY = "cache_control"  # the request's cache-control
+SESSION_KEY = "session"  # the policy's session header
+
+# -- ext_proc attributes ------------------------------------------------------------------------
+
+# Where Envoy puts the attributes the filter asks for.
+ATTRIBUTES_NAMESPACE = "envoy.filters.http.ext_proc"
+# What the one-message flow asks for in place of the request headers.
+REQUEST_PATH = "request.path"
+REQUEST_METHOD = "request.method"
+REQUEST_ID_ATTRIBUTE = "request.id"
+REQUEST_ATTRIBUTES = (REQUEST_PATH, REQUEST_METHOD, REQUEST_ID_ATTRIBUTE)
+# What the one-message store filter asks for in place of the response headers: the status.
+# (Envoy cannot send a header as an attribute; the ticket says whether the answer streams.)
+RESPONSE_CODE = "response.code"
+RESPONSE_ATTRIBUTES = (RESPONSE_CODE,)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from extproc import headers as vsr
 from extproc.detectors.common import Finding
 from extproc.detectors.pii import find_pii
 from extproc.detectors.secrets import find_secrets
@@ -48,7 +49,7 @@ class Verdict:
     def headers(self) -> dict[str, str]:
         if self.rule is None:
             return {}
-        return {"x-vsr-tool-rule": self.rule, "x-vsr-tool-action": self.action}
+        return {vsr.TOOL_RULE: self.rule, vsr.TOOL_ACTION: self.action}
 
 
 _STRICTNESS: dict[str, int] = {"none": 0, "allow": 1, "annotate": 2, "redact": 3, "block": 4}

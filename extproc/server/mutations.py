@@ -1,4 +1,6 @@
-"""The core's outcome -> Envoy ext_proc `ProcessingResponse` messages, in one place.
+"""Envoy's ext_proc messages <-> the server's plain values, in one place: the core's outcome ->
+`ProcessingResponse` messages, and what the phases read from a `ProcessingRequest` (header
+values, the response status, dynamic metadata, attributes).
 
 Wire messages are `xds-protos`' generated classes (upb backend): parsing and building them
 costs about a microsecond, where the betterproto2 dataclasses cost ~150 us a message.
@@ -19,6 +21,7 @@ namespace from us (`receiving_namespaces`), and nothing a client sends reaches i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from envoy.config.core.v3 import base_pb2
 from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
@@ -26,10 +29,9 @@ from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.type.v3 import http_status_pb2
 from google.protobuf import struct_pb2
 
-_OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+from extproc import headers as vsr
 
-# The dynamic-metadata namespace our routing decision is written to (Envoy routes match it).
-DECISION_NAMESPACE = "vsr"
+_OVERWRITE = base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 
 # Headers Envoy will not let an ext_proc server change, or that must not cross into an
 # immediate response: dropped rather than sent and rejected.
@@ -117,7 +119,7 @@ def decision_metadata(decision: Mapping[str, object]) -> struct_pb2.Struct:
         for key, value in decision.items()
     }
     metadata = struct_pb2.Struct()
-    metadata.update({DECISION_NAMESPACE: cleaned})
+    metadata.update({vsr.DECISION_NAMESPACE: cleaned})
     return metadata
 
 
@@ -179,3 +181,63 @@ def response_body(
     if set_headers:
         common.header_mutation.CopyFrom(header_mutation(set_headers))
     return ep.ProcessingResponse(response_body=ep.BodyResponse(response=common))
+
+
+# -- reading Envoy's messages ---------------------------------------------------------------------
+
+
+def header_value(header: Any) -> str:
+    """Envoy sends header values in `raw_value` (bytes); older versions in `value`."""
+    raw: bytes = header.raw_value
+    return raw.decode("utf-8", "replace") if raw else str(header.value)
+
+
+def status_and_type(headers: Any) -> tuple[int, str]:
+    """The upstream response's status and (lower-cased) content type, from a response-headers message."""
+    status, content_type = 0, ""
+    for header in headers.headers.headers:
+        key = header.key.lower()
+        if key == ":status":
+            status = int(header_value(header) or 0)
+        elif key == "content-type":
+            content_type = header_value(header).lower()
+    return status, content_type
+
+
+def metadata_fields(request: Any, namespace: str) -> Mapping[str, Any] | None:
+    """A dynamic-metadata namespace Envoy sent with the message (a Struct's fields); None when absent."""
+    meta = request.metadata_context.filter_metadata.get(namespace)
+    return meta.fields if meta is not None else None
+
+
+def metadata_strings(request: Any, namespace: str) -> dict[str, str]:
+    """A dynamic-metadata namespace's values as strings ({} when Envoy sent none)."""
+    fields = metadata_fields(request, namespace)
+    return {key: value.string_value for key, value in fields.items()} if fields is not None else {}
+
+
+def request_attributes(request: Any) -> tuple[str | None, str | None]:
+    """The raw request path and the request id from the attributes the one-message filter asks
+    for; None where Envoy did not send one (an empty id reads as None)."""
+    if vsr.ATTRIBUTES_NAMESPACE not in request.attributes:
+        return None, None
+    fields = request.attributes[vsr.ATTRIBUTES_NAMESPACE].fields
+    path = fields[vsr.REQUEST_PATH].string_value if vsr.REQUEST_PATH in fields else None
+    request_id = None
+    if vsr.REQUEST_ID_ATTRIBUTE in fields:
+        request_id = fields[vsr.REQUEST_ID_ATTRIBUTE].string_value or None
+    return path, request_id
+
+
+def response_status_attribute(request: Any) -> int:
+    """The upstream response's status from the attributes the one-message store filter asks for
+    (0 when absent)."""
+    if vsr.ATTRIBUTES_NAMESPACE not in request.attributes:
+        return 0
+    value = request.attributes[vsr.ATTRIBUTES_NAMESPACE].fields.get(vsr.RESPONSE_CODE)
+    if value is None:
+        return 0
+    if value.HasField("number_value"):
+        return int(value.number_value)
+    text = value.string_value
+    return int(text) if text.isdigit() else 0

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from extproc.server.grpc_service import canonical_path
+from extproc.server.request_phase import canonical_path
 
 
 @pytest.mark.parametrize(

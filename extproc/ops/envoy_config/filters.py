@@ -23,8 +23,8 @@ from extproc.ops.envoy_config.options import (
     MiB,
     message_timeout_s,
 )
-from extproc.server.grpc_service import CACHE_CONTROL_KEY, RESPONSE_ATTRIBUTES, SESSION_KEY
-from extproc.server.grpc_service import TENANT_PREFIX as TENANT_KEY_PREFIX
+from extproc.headers import CACHE_CONTROL_KEY, REQUEST_ATTRIBUTES, RESPONSE_ATTRIBUTES, SESSION_KEY
+from extproc.headers import TENANT_PREFIX as TENANT_KEY_PREFIX
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.accesslog.v3 import (
@@ -125,7 +125,7 @@ def ext_proc_filter(options: EnvoyOptions) -> HttpFilter:
         stat_prefix="vsr",
     )
     if one:
-        config.request_attributes = ["request.path", "request.method", "request.id"]
+        config.request_attributes = list(REQUEST_ATTRIBUTES)
         config.metadata_options = MetadataOptions(
             forwarding_namespaces=MetadataOptionsMetadataNamespaces(untyped=[CLIENT_NAMESPACE]),
             receiving_namespaces=MetadataOptionsMetadataNamespaces(untyped=[DECISION_NAMESPACE]),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc import headers as vsr
+from extproc.headers import CLIENT_NAMESPACE, DECISION_NAMESPACE  # the wire contract: one definition
 from extproc.protocol.request import API_PATHS
 from extproc.settings import DispatchSettings
 
@@ -18,8 +19,6 @@ TRACE_CONTEXT_HEADERS = ("traceparent", "tracestate")  # W3C trace context
 # Inference requests ext_proc did not decide (no body, so Envoy never called it) are routed
 # here: a cluster with no hosts, whose "no healthy upstream" reply becomes a 400 (local_reply).
 UNDECIDED_CLUSTER = "vsr_undecided"
-DECISION_NAMESPACE = "vsr"  # dynamic metadata ext_proc writes: cluster, decision, model, signals, trace, headers
-CLIENT_NAMESPACE = "vsr.request"  # dynamic metadata from the client's x-vsr-debug header
 # The semantic cache's store phase: a second ext_proc filter, enabled only on store routes.
 CACHE_STORE_FILTER = "vsr.cache_store"
 TOOL_RULES_FILTER = "vsr.tool_rules"  # the tool rules' response phase, enabled only on respond routes

@@ -23,7 +23,7 @@ from extproc.ops.envoy_config.options import (
 )
 from extproc.policy.models_list import MODELS_PATH
 from extproc.protocol.translate import CHAT_PATH
-from extproc.server.grpc_service import OBSERVE_KEY, RESPOND_KEY, TRANSLATE_KEY
+from extproc.headers import OBSERVE_KEY, RESPOND_KEY, TRANSLATE_KEY
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.core.v3 import (
