@@ -32,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from extproc.models.parity import run_parity
+    from extproc.tools.parity import run_parity
     from extproc.models.siglip import CheckpointError
 
     model = args.model or load_settings(args).vision.model_dir

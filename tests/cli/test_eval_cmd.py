@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from extproc.cli import main
-from extproc.observability.evaluation import EvalInputError, evaluate_cases, parse_cases, parse_gate
+from extproc.tools.evaluation import EvalInputError, evaluate_cases, parse_cases, parse_gate
 from extproc.router import Router
 
 CASES = Path(__file__).resolve().parent / "eval_cases.jsonl"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from extproc.models.parity import ReferencePath
+from extproc.tools.parity import ReferencePath
 from extproc.models.preprocess import PreprocessConfig, PreprocessConfigError, Preprocessor, naflex_size, to_rgb
 
 

@@ -1,8 +1,8 @@
 """Training and evaluation of the prompt-attack classifier (see `attack_classifier.py`).
 
-    python -m extproc.models.attack_training --data ../shared/data/safety \
+    python -m extproc.tools.attack_training --data ../shared/data/safety \
         --out extproc/models/weights/attack_classifier            # train on train.jsonl, then evaluate on test.jsonl
-    python -m extproc.models.attack_training --data ../shared/data/safety --eval-only
+    python -m extproc.tools.attack_training --data ../shared/data/safety --eval-only
 
 Only the TRAIN split is used for fitting and for every choice (regularisation is fixed in
 `TrainConfig`; thresholds come from k-fold cross-validation on train). The TEST split is
@@ -613,7 +613,7 @@ def _train(
                 crop_parent.append(i)
     extra_rows: list[CorpusRow] = []
     if cfg.everyday:
-        from extproc.models.attack_everyday import everyday_rows
+        from extproc.tools.attack_everyday import everyday_rows
 
         for lang, text in everyday_rows(everyday_evaluation_texts()):
             if text not in seen:
@@ -1022,7 +1022,7 @@ def _minilm(threads: int, cache_dir: Path | None) -> Embedder:
 
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m extproc.models.attack_training",
+        prog="python -m extproc.tools.attack_training",
         description="Train (on train.jsonl) and evaluate (on test.jsonl) the prompt-attack classifier.",
     )
     parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")

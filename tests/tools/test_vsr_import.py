@@ -22,7 +22,7 @@ from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstrea
 from extproc.policy.load import PolicyLoader, check_text, compile_text
 from extproc.policy.reasoning import ReasoningSetting, apply_reasoning
 from extproc.policy.schema import NAME_PATTERN
-from extproc.policy.vsr_import import (
+from extproc.tools.vsr_import import (
     NEEDS_COMPLEXITY,
     NEEDS_DOMAIN,
     NEEDS_REASONING_FAMILY,

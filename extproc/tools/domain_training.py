@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
-from extproc.models.attack_training import CachedEmbedder, Embedder, file_sha256
+from extproc.tools.attack_training import CachedEmbedder, Embedder, file_sha256
 from extproc.models.domain_classifier import (
     DEFAULT_WEIGHTS_DIR,
     EMBEDDING_DIM,

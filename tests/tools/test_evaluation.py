@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from extproc.observability.evaluation import CaseResult, EvalCase, EvalReport
+from extproc.tools.evaluation import CaseResult, EvalCase, EvalReport
 from extproc.signals.base import SignalResult, SignalStatus
 
 
