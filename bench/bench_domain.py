@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from extproc.models.domain_classifier import DomainClassifier  # noqa: E402
-from extproc.models.domain_training import (  # noqa: E402
+from extproc.tools.domain_training import (  # noqa: E402
     minilm_embedder,
     baselines,
     embed_all,

@@ -31,7 +31,7 @@ import numpy as np
 
 from extproc.images import ImageLimits, inspect_image
 from extproc.models.executor import HeavyExecutor
-from extproc.models.parity import ReferencePath
+from extproc.tools.parity import ReferencePath
 from extproc.models.registry import ModelRegistry
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.settings import Settings, VisionSettings

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from extproc.cli.common import load_settings, router_or_report
-from extproc.observability.evaluation import EvalInputError, check_cases, evaluate_cases, load_cases, parse_gate
+from extproc.tools.evaluation import EvalInputError, check_cases, evaluate_cases, load_cases, parse_gate
 
 
 def _gate(text: str) -> tuple[str, float]:

@@ -23,7 +23,7 @@ import yaml
 from extproc.cli import explain
 from extproc.cli.common import build_context, load_settings, router_or_report
 from extproc.policy.load import check_text
-from extproc.policy.vsr_import import VsrImportError, import_vsr, render_policy, report_table, summary_line
+from extproc.tools.vsr_import import VsrImportError, import_vsr, render_policy, report_table, summary_line
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -32,8 +32,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from extproc.models.parity import run_parity
     from extproc.models.siglip import CheckpointError
+    from extproc.tools.parity import run_parity
 
     model = args.model or load_settings(args).vision.model_dir
     if model is None:

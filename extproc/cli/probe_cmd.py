@@ -28,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     from extproc.models.siglip import CheckpointError, VisionEncoder
-    from extproc.signals.image_labels_probe import Probe, ProbeError, run_probe
+    from extproc.tools.image_labels_probe import Probe, ProbeError, run_probe
 
     settings = load_settings(args)
     model = args.model or settings.vision.model_dir

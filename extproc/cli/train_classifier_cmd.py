@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from extproc.models.attack_training import main
+    from extproc.tools.attack_training.cli import main
 
     if not (args.data / ("test.jsonl" if args.eval_only else "train.jsonl")).is_file():
         wanted = "test.jsonl" if args.eval_only else "train.jsonl"

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from extproc.cli import main
-from extproc.observability.evaluation import EvalInputError, evaluate_cases, parse_cases, parse_gate
 from extproc.router import Router
+from extproc.tools.evaluation import EvalInputError, evaluate_cases, parse_cases, parse_gate
 
 CASES = Path(__file__).resolve().parent / "eval_cases.jsonl"
 

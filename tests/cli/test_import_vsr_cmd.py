@@ -10,7 +10,7 @@ import yaml
 
 from extproc.cli import main
 
-CONFIGS = Path(__file__).resolve().parents[1] / "policy" / "vsr_configs"
+CONFIGS = Path(__file__).resolve().parents[1] / "tools" / "vsr_configs"
 
 SIMPLE = {
     "vllm_endpoints": [{"name": "gpu", "address": "127.0.0.1", "port": 8000}],

@@ -33,7 +33,7 @@ from extproc.models.attack_classifier import (
     normalise_text,
     shape_codes,
 )
-from extproc.models.attack_training import (
+from extproc.tools.attack_training import (
     CorpusRow,
     TrainConfig,
     benign_crops,

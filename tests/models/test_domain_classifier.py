@@ -23,7 +23,7 @@ from extproc.models.domain_classifier import (
     DomainClassifier,
     DomainClassifierError,
 )
-from extproc.models.domain_training import (
+from extproc.tools.domain_training import (
     TfidfFeatures,
     TrainConfig,
     evaluate,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from extproc.models.parity import ReferencePath
 from extproc.models.preprocess import PreprocessConfig, PreprocessConfigError, Preprocessor, naflex_size, to_rgb
+from extproc.tools.parity import ReferencePath
 
 
 def test_config_comes_from_the_checkpoint(siglip_dir: Path, siglip2_dir: Path) -> None:

@@ -18,7 +18,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extproc.settings",),
     ("extproc.models",),
     ("extproc.signals",),
-    ("extproc.testing",),  # test tooling: tiny checkpoints, OCR scenes and their routing view
+    # Test tooling (tiny checkpoints, OCR scenes and their routing view): only tests and bench/ import
+    # it, and the wheel leaves it out (pyproject.toml).
+    ("extproc.testing",),
     ("extproc.policy",),
     ("extproc.outcome",),
     ("extproc.router",),
@@ -26,6 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extproc.observability",),
     ("extproc.server",),
     ("extproc.ops",),
+    # Offline tools (training, parity, probe, evaluation, import-vsr): they read models, signals,
+    # policy and the router, and only the CLI runs them, so nothing that serves requests can reach them.
+    ("extproc.tools",),
     ("extproc.cli", "extproc.__main__"),
 )
 

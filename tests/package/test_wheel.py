@@ -51,6 +51,12 @@ def test_the_wheel_carries_the_default_policy(installed: Path) -> None:
     assert shipped.read_text(encoding="utf-8") == (REPO / "policies" / "default.yaml").read_text(encoding="utf-8")
 
 
+def test_the_wheel_leaves_the_test_tooling_out(installed: Path) -> None:
+    # Tiny checkpoints and OCR scenes serve the tests, which import them from the source tree.
+    assert not (installed / "extproc" / "testing").exists()
+    assert (installed / "extproc" / "tools" / "__init__.py").is_file()
+
+
 def test_check_and_explain_run_from_elsewhere_without_a_policy_argument(installed: Path, tmp_path: Path) -> None:
     located = run(
         [sys.executable, "-c", "import extproc; print(extproc.__file__)"],

@@ -490,7 +490,7 @@ BENIGN = ["what is the weather today in paris", "summarize this email about the 
 def trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     try:
         from extproc.models.attack_classifier import LexicalConfig
-        from extproc.models.attack_training import TrainConfig, train
+        from extproc.tools.attack_training import TrainConfig, train
     except ImportError as exc:
         pytest.skip(f"the prompt-attack classifier modules are not available: {exc}")
     root = tmp_path_factory.mktemp("attack")

@@ -22,7 +22,13 @@ from extproc.ops.envoy_config import EnvoyOptions, envoy_binary, render, upstrea
 from extproc.policy.load import PolicyLoader, check_text, compile_text
 from extproc.policy.reasoning import ReasoningSetting, apply_reasoning
 from extproc.policy.schema import NAME_PATTERN
-from extproc.policy.vsr_import import (
+from extproc.protocol.request import ApiKind
+from extproc.router import Router
+from extproc.settings import Settings
+from extproc.signals.base import BuildContext
+from extproc.signals.keyword import KeywordSignal, KeywordSpec
+from extproc.signals.registry import SignalCatalog
+from extproc.tools.vsr_import import (
     NEEDS_COMPLEXITY,
     NEEDS_DOMAIN,
     NEEDS_REASONING_FAMILY,
@@ -35,12 +41,6 @@ from extproc.policy.vsr_import import (
     parse_tokens,
     render_policy,
 )
-from extproc.protocol.request import ApiKind
-from extproc.router import Router
-from extproc.settings import Settings
-from extproc.signals.base import BuildContext
-from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from extproc.signals.registry import SignalCatalog
 
 CONFIGS = Path(__file__).parent / "vsr_configs"
 TODAY = Capabilities.of_schema()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from extproc.observability.evaluation import CaseResult, EvalCase, EvalReport
 from extproc.signals.base import SignalResult, SignalStatus
+from extproc.tools.evaluation import CaseResult, EvalCase, EvalReport
 
 
 def case(line: int, expected: str, got: str | None, status: SignalStatus = SignalStatus.MATCHED) -> CaseResult:

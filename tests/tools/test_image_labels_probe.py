@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from extproc.signals.image_labels_probe import Probe, ProbeError, ProbeReport, rank_rows
+from extproc.tools.image_labels_probe import Probe, ProbeError, ProbeReport, rank_rows
 
 LABELS = ["passport", "id_card", "xray", "car"]
 VERTICAL = {"passport": "identity", "id_card": "identity", "xray": "medical", "car": "everyday"}

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from extproc.cli import main as cli_main
-from extproc.models.parity import ReferencePath, corpus_files, run_parity
+from extproc.tools.parity import ReferencePath, corpus_files, run_parity
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,178 @@
+"""The training corpus: its rows and labels, the training configuration, benign crops and the
+everyday requests trained on, the folds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.models.attack_classifier import (
+    LexicalConfig,
+)
+from extproc.tools.training import (
+    hashed_fold,
+    read_rows,
+)
+
+FloatArray = npt.NDArray[np.float32]
+F64Array = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+ATTACK = "attack"
+HARMFUL = "harmful"
+BENIGN = "benign"
+LABELS = (ATTACK, HARMFUL, BENIGN)
+SHORT_TEXT_CHARS = 200  # "short" in the reports (the issue's and the corpus's measure)
+SHORT_HIGH_CAP = 0.999  # a short text's lexical score this high is overwhelming evidence
+SOURCES_CITE = "/work/shared/data/safety/SOURCES.md (in CI: ../shared/data/safety/SOURCES.md)"
+EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusRow:
+    text: str
+    label: str  # "attack" | "harmful" | "benign"
+    category: str
+    lang: str
+    source: str
+
+    @property
+    def is_attack(self) -> bool:
+        return self.label == ATTACK
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    lexical_l2: float = 1e-6  # L2 penalty on the lexical weights (the loss is a weighted mean)
+    lexical_max_iter: int = 300
+    # Row weights (both stages), see sample_weights: inside a label a row of a (category,
+    # language) group of size n weighs n**(weight_power - 1), so small groups (Chinese
+    # attacks, clean e-mails) are not drowned by large ones; every language is moved to the
+    # same attack:benign ratio; attacks get attack_share of the total weight.
+    weight_power: float = 0.5
+    attack_share: float = 0.5
+    lang_balance: float = 1.0  # each language gets the overall attack:benign weight ratio
+    folds: int = 5
+    head_hidden: int = 32
+    head_epochs: int = 40
+    head_batch: int = 128
+    head_lr: float = 2e-3
+    head_weight_decay: float = 1e-3
+    logit_clip: float = 8.0
+    logit_scale: float = 4.0
+    seed: int = 20240611
+    fp_target: float = 0.008  # benign false-positive rate allowed on out-of-fold train scores
+    embed_target: float = 0.08  # share of benign texts allowed to reach the embedding stage
+    # Benign crops: sentences and lines cut from benign rows, added as benign rows of their
+    # own. Most benign rows are long (role prompts, prose, system prompts), so without
+    # them a short everyday request ("Write a haiku about autumn.", "¿Cuál es la capital de
+    # Perú?") is out of distribution and lands on the attack side. A piece of a benign
+    # text is benign; pieces of attacks are not used (a piece of an attack may be harmless).
+    crops_per_row: int = 3
+    crop_min_chars: int = 12
+    crop_max_chars: int = 240
+    crop_categories: tuple[str, ...] = ()  # benign categories to cut; empty: every category
+    crop_weight: float = 1.0  # a crop's weight relative to a corpus row of a group the same size
+    # The outputs trained, each one a label of the corpus against the rest (see `output_rows`);
+    # an output whose label the corpus lacks is skipped.
+    outputs: tuple[str, ...] = (ATTACK, HARMFUL)
+    # Short texts (< short_chars characters) carry little evidence: the lexical stage alone decides
+    # one only at short_high, the lexical probability that at most short_fp_target of the short
+    # benign texts (corpus rows and crops, out of fold) reach; below it the embedding stage confirms.
+    short_chars: int = 200
+    short_fp_target: float = 0.0  # 0: the highest out-of-fold score of a short benign text
+    # Per output, a stricter false-positive target than fp_target (harmful: the default policy
+    # refuses on it, and a refused ordinary question costs more than a missed harmful one).
+    fp_targets: tuple[tuple[str, float], ...] = ((HARMFUL, 0.004),)
+    # Outputs whose embedding stage judges only texts mostly in Latin letters (`Thresholds.head_scripts`).
+    latin_head_outputs: tuple[str, ...] = (HARMFUL,)
+    # Everyday requests written for this project (`attack_everyday.py`: creative writing, role-play,
+    # "act as", seventeen languages) as benign training rows, like crops: trained on, never scored.
+    everyday: bool = True
+    threads: int = 1
+
+
+# --- corpus -----------------------------------------------------------------------------------
+
+
+def load_corpus(path: Path, split: str = "train") -> list[CorpusRow]:
+    """Rows of a JSONL corpus file, or of `<path>/<split>.jsonl` when `path` is a folder."""
+    path = Path(path)
+    return read_rows(path / f"{split}.jsonl" if path.is_dir() else path, _corpus_row, _label_problem)
+
+
+def _corpus_row(obj: Any) -> CorpusRow:
+    return CorpusRow(
+        text=str(obj["text"]),
+        label=str(obj["label"]),
+        category=str(obj.get("category", "")),
+        lang=str(obj.get("lang", "")),
+        source=str(obj.get("source", "")),
+    )
+
+
+def _label_problem(row: CorpusRow) -> str | None:
+    return None if row.label in LABELS else f"label must be one of {', '.join(LABELS)}, got {row.label!r}"
+
+
+def fold_of(text: str, folds: int) -> int:
+    """Deterministic fold: a hash of the normalised first 60 characters (keeps prefix twins together)."""
+    return hashed_fold(" ".join(text.lower().split())[:60], folds)
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def benign_crops(row: CorpusRow, cfg: TrainConfig) -> list[CorpusRow]:
+    """Up to `cfg.crops_per_row` sentences or lines of a benign row, as benign rows of
+    category `crop/<category>` (the same language and source). Deterministic: the pieces
+    are ranked by a hash of their text. CJK pieces count each character twice, since a
+    CJK character carries about a word."""
+    if row.label != BENIGN or cfg.crops_per_row <= 0:
+        return []
+    if cfg.crop_categories and row.category not in cfg.crop_categories:
+        return []
+    whole = " ".join(row.text.split())
+    pieces: dict[str, None] = {}
+    for raw in _SENTENCE_END.split(row.text):
+        piece = " ".join(raw.split()).strip("-*#>|`\"' ")
+        size = len(piece) + len(_CJK.findall(piece))
+        if cfg.crop_min_chars <= size <= cfg.crop_max_chars and piece != whole:
+            pieces[piece] = None
+    ranked = sorted(pieces, key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
+    return [
+        CorpusRow(text=t, label=BENIGN, category=f"crop/{row.category}", lang=row.lang, source=row.source)
+        for t in ranked[: cfg.crops_per_row]
+    ]
+
+
+EVERYDAY_EVALUATION = Path(__file__).resolve().parents[3] / "bench" / "data" / "everyday_requests.jsonl"
+
+
+def everyday_evaluation_texts() -> list[str]:
+    """The everyday evaluation set's texts (a source checkout's bench/data), kept out of training."""
+    if not EVERYDAY_EVALUATION.is_file():
+        return []
+    lines = EVERYDAY_EVALUATION.read_text(encoding="utf-8").split("\n")
+    return [str(json.loads(line)["text"]) for line in lines if line.strip()]
+
+
+def output_rows(output: str, labels: npt.NDArray[np.str_]) -> tuple[BoolArray, BoolArray]:
+    """(used, positive): the rows an output trains on and those it should flag. `attack` is
+    trained against every other label (a plain harmful request uses no attack technique);
+    any other output (`harmful`) against the benign rows, the attacks left out: a harmful
+    request wrapped in an attack technique is labelled attack, and the attack output decides it."""
+    positive = labels == output
+    used = np.ones(labels.shape[0], dtype=bool) if output == ATTACK else labels != ATTACK
+    return used, positive

