@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extproc import headers as vsr
+from extproc.headers import CACHE_CONTROL_KEY, REQUEST_ATTRIBUTES, RESPONSE_ATTRIBUTES, SESSION_KEY
+from extproc.headers import TENANT_PREFIX as TENANT_KEY_PREFIX
 from extproc.ops.envoy_config.messages import duration, quiet_library_imports, socket_address, typed
 from extproc.ops.envoy_config.options import (
     ACCESS_LOG_FORMAT,
@@ -23,8 +25,6 @@ from extproc.ops.envoy_config.options import (
     MiB,
     message_timeout_s,
 )
-from extproc.headers import CACHE_CONTROL_KEY, REQUEST_ATTRIBUTES, RESPONSE_ATTRIBUTES, SESSION_KEY
-from extproc.headers import TENANT_PREFIX as TENANT_KEY_PREFIX
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.accesslog.v3 import (

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc import headers as vsr
-from extproc.headers import CLIENT_NAMESPACE, DECISION_NAMESPACE  # the wire contract: one definition
+from extproc.headers import CLIENT_NAMESPACE as CLIENT_NAMESPACE  # the wire contract: one definition
+from extproc.headers import DECISION_NAMESPACE as DECISION_NAMESPACE
 from extproc.protocol.request import API_PATHS
 from extproc.settings import DispatchSettings
 

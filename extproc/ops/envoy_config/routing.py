@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from extproc import headers as vsr
+from extproc.headers import OBSERVE_KEY, RESPOND_KEY, TRANSLATE_KEY
 from extproc.ops.envoy_config.filters import respond_mode
 from extproc.ops.envoy_config.messages import duration, quiet_library_imports, typed
 from extproc.ops.envoy_config.options import (
@@ -23,7 +24,6 @@ from extproc.ops.envoy_config.options import (
 )
 from extproc.policy.models_list import MODELS_PATH
 from extproc.protocol.translate import CHAT_PATH
-from extproc.headers import OBSERVE_KEY, RESPOND_KEY, TRANSLATE_KEY
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.core.v3 import (
