@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from PIL import Image
 
-from extproc.models.cache import LruCache
+from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry
 
 if TYPE_CHECKING:
