@@ -53,7 +53,7 @@ from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
 from extproc import headers as vsr
 from extproc.agents import mcp
-from extproc.agents.answers import StreamGate, apply_to_json, calls_in_answer
+from extproc.agents.answer_gate import StreamGate, apply_to_json, calls_in_answer
 from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arguments
 from extproc.errors import RequestError, error_body
 from extproc.observability.observer import REQUEST_ID, Observer
