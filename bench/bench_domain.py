@@ -25,16 +25,16 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from extproc.models.domain_classifier import DomainClassifier  # noqa: E402
+from extproc.protocol.openai import parse_request  # noqa: E402
+from extproc.signals.domain import DomainSpec, ShippedDomainModel, ShippedDomainSignal  # noqa: E402
 from extproc.tools.domain_training import (  # noqa: E402
-    minilm_embedder,
     baselines,
     embed_all,
     evaluate,
     format_report,
     load_rows,
+    minilm_embedder,
 )
-from extproc.protocol.openai import parse_request  # noqa: E402
-from extproc.signals.domain import DomainSpec, ShippedDomainModel, ShippedDomainSignal  # noqa: E402
 
 
 def signal_latency(rows: list[str], classifier: DomainClassifier) -> dict[str, float | int]:

@@ -50,7 +50,7 @@ from extproc.policy.load import load_policy  # noqa: E402
 from extproc.router import Router  # noqa: E402
 from extproc.settings import Settings  # noqa: E402
 from extproc.signals.base import BuildContext  # noqa: E402
-from extproc.signals.classifier import PROMPT_ATTACK_MODEL_NAME, load_prompt_attack  # noqa: E402
+from extproc.signals.prompt_attack import PROMPT_ATTACK_MODEL_NAME, load_prompt_attack  # noqa: E402
 
 BASELINES = REPO / "bench" / "data" / "baselines"
 V1_WEIGHTS = BASELINES / "attack_classifier_v1"

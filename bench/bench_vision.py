@@ -31,12 +31,12 @@ import numpy as np
 
 from extproc.images import ImageLimits, inspect_image
 from extproc.models.executor import HeavyExecutor
-from extproc.tools.parity import ReferencePath
 from extproc.models.registry import ModelRegistry
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.settings import Settings, VisionSettings
 from extproc.signals.base import BuildContext, SignalContext
 from extproc.signals.image_labels import ImageLabelsSignal, ImageLabelsSpec
+from extproc.tools.parity import ReferencePath
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "images"
 PHOTOS = ["rocket.jpg", "grace_hopper.jpg", "coffee.jpg", "astronaut.jpg"]  # typical request photos

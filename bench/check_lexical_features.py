@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 from extproc.models.attack_classifier import (  # noqa: E402
     KERNEL_TOLERANCE,
     AttackClassifier,
-    check_kernel_parity,
     _sigmoid,
+    check_kernel_parity,
     lexical_features,
     reference_lexical_features,
 )

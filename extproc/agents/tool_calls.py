@@ -18,6 +18,7 @@ from extproc.detectors.common import Finding
 from extproc.detectors.pii import find_pii
 from extproc.detectors.secrets import find_secrets
 from extproc.policy.engine import decide_tool_call
+from extproc.protocol.answers import ToolCall as ToolCall  # re-exported: the calls the tool rules judge
 from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
 from extproc.signals.dispatch import Dispatcher
 
@@ -28,13 +29,6 @@ if TYPE_CHECKING:
 Action = Literal["allow", "block", "redact", "annotate", "none"]
 MASK = "[REDACTED:{kind}]"
 MAX_STRINGS = 2000  # argument string values read per call (a hostile answer may nest deeply)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    name: str
-    arguments: str  # as the model or client sent them: usually a JSON object's text
-    call_id: str = ""
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from extproc.cache.answers import StoredAnswer
+from extproc.cache.stored_answers import StoredAnswer
 
 FloatArray = npt.NDArray[np.float32]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from extproc.cache.backends import FloatArray
 from extproc.cache.keys import FUNCTION_WORDS
-from extproc.models.cache import LruCache
+from extproc.models.lru import LruCache
 
 if TYPE_CHECKING:
     from extproc.models.text_embedder import TextEmbedder

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from extproc.cache.answers import StoredAnswer
 from extproc.cache.backends import CacheEntry, FloatArray
+from extproc.cache.stored_answers import StoredAnswer
 
 PAYLOAD_LIMIT = 65_000  # Milvus VARCHAR holds at most 65,535 bytes
 _HEX = re.compile(r"^[A-Za-z0-9_]{1,64}$")

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import numpy as np
 
 from extproc.cache.admission import ServerLoad, Sightings
-from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.cache.backends import CacheBackend, CacheEntry, FloatArray, MemoryCache
 from extproc.cache.embedding import StaticEmbedder
 from extproc.cache.keys import CacheKey, cache_key, semantically_compatible, tenant_partition
+from extproc.cache.stored_answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.protocol.request import ApiKind
 
 if TYPE_CHECKING:

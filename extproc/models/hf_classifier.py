@@ -25,8 +25,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.cache import LruCache, rows_through_cache
 from extproc.models.local_checkpoint import checkpoint_dir, load_local
+from extproc.models.lru import LruCache, rows_through_cache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 Precision = Literal["fp32", "bf16"]

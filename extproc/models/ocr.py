@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from PIL import Image
 
-from extproc.models.cache import LruCache
+from extproc.models.lru import LruCache
 
 # How the models run (tuning, runtimes) is in `ocr_runtime`; OcrTuning stays importable from here.
 from extproc.models.ocr_runtime import (

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.cache import LruCache
+from extproc.models.lru import LruCache
 from extproc.models.preprocess import PixelInputs, PreprocessConfig, PreprocessConfigError, Preprocessor, stack
 
 if TYPE_CHECKING:

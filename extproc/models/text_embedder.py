@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.cache import LruCache, rows_through_cache
 from extproc.models.local_checkpoint import load_local
+from extproc.models.lru import LruCache, rows_through_cache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 if TYPE_CHECKING:

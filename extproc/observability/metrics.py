@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from extproc.models.cache import CachingModel
+from extproc.models.lru import CachingModel
 
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache

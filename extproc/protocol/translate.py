@@ -23,7 +23,6 @@ upstream's own reasoning fields), cache_control marks, citations, `service_tier`
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +39,6 @@ _STOP_REASONS = {
     "content_filter": "refusal",
 }
 _PASSED_AS_IS = ("temperature", "top_p", "top_k")
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
 
 class Untranslatable(MalformedRequest):
@@ -278,7 +276,7 @@ class ChatToMessagesStream:
     (any chunking); it returns the Messages events those bytes complete."""
 
     model: str = ""
-    _partial: bytes = b""
+    _splitter: sse.EventSplitter = field(default_factory=sse.EventSplitter)
     _started: bool = False
     _finished: bool = False
     _index: int = -1  # the open content block's index (-1: none)
@@ -291,17 +289,10 @@ class ChatToMessagesStream:
     events: int = 0  # Messages events written (for the figures)
 
     def feed(self, chunk: bytes, end: bool = False) -> bytes:
-        data = self._partial + chunk
         out: list[bytes] = []
-        position = 0
-        for match in _EVENT_END.finditer(data):
-            self._event(data[position : match.start()], out)
-            position = match.end()
-        self._partial = data[position:]
+        for event in self._splitter.feed(chunk, end):
+            self._event(event, out)
         if end:
-            if self._partial.strip():
-                self._event(self._partial, out)
-            self._partial = b""
             if not self._finished and not self._stop_seen:  # cut off: say so, never a clean message_stop
                 self._start({}, out)
                 self._close_block(out)

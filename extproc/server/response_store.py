@@ -127,7 +127,7 @@ def _ticket_of(request: Any) -> str | None:
 
 
 def _storable(store: StoreState, cache: SemanticCache) -> bool:
-    """Whether the answer can be stored at all, known from its status (cache.answers stores
+    """Whether the answer can be stored at all, known from its status (cache.stored_answers stores
     only 200s): if not, the rest of the stream is not needed."""
     if store.ticket is None:
         return False

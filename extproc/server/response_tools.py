@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from extproc import headers as vsr
 from extproc.agents import mcp
-from extproc.agents.answers import StreamGate, apply_to_json, calls_in_answer
+from extproc.agents.answer_gate import StreamGate, apply_to_json, calls_in_answer
 from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arguments
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import dumps

@@ -29,7 +29,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from extproc.models.cache import LruCache, text_key
+from extproc.models.lru import LruCache, text_key
 from extproc.models.registry import ModelUnavailable
 from extproc.models.text_embedder import FloatArray, TextEmbedder, get_text_embedder
 from extproc.protocol.request import Role, RoutingRequest

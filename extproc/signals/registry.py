@@ -37,7 +37,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "code": ("extproc.signals.code", "CodeSpec", "CodeSignal"),
     "semantic": ("extproc.signals.semantic", "SemanticSpec", "SemanticSignal"),
     "language": ("extproc.signals.language", "LanguageSpec", "LanguageSignal"),
-    "classifier": ("extproc.signals.classifier", "ClassifierSpec", "ClassifierSignal"),
+    "classifier": ("extproc.signals.prompt_attack", "ClassifierSpec", "ClassifierSignal"),
     "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
     "complexity": ("extproc.signals.complexity", "ComplexitySpec", "ComplexitySignal"),
 }

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from extproc.cache.answers import StoredAnswer
 from extproc.cache.backends import CacheBackend, CacheEntry, MemoryCache
 from extproc.cache.milvus import EntryTooLarge, MilvusCache
+from extproc.cache.stored_answers import StoredAnswer
 
 DIM = 8
 NOW = 1_000_000.0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from extproc.models.cache import LruCache, text_key
+from extproc.models.lru import LruCache, text_key
 from extproc.models.registry import ModelRegistry
 from extproc.models.text_embedder import EMBEDDER_MODEL_NAME
 from extproc.protocol.openai import parse_request

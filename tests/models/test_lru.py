@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from extproc.models.cache import CachingModel, LruCache, rows_through_cache
+from extproc.models.lru import CachingModel, LruCache, rows_through_cache
 from extproc.observability.metrics import model_cache_stats
 
 

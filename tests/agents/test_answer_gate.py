@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extproc.agents.answers import StreamGate, apply_to_json, calls_in_answer
+from extproc.agents.answer_gate import StreamGate, apply_to_json, calls_in_answer
 from extproc.agents.tool_calls import ToolCall, Verdict
 from extproc.protocol.request import ApiKind
 

@@ -50,8 +50,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
-from extproc.models.cache import LruCache
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
+from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 from extproc.models.text_embedder import TextEmbedder, get_text_embedder
 from extproc.protocol.request import RoutingRequest

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extproc.cache.answers import NotStorable, StoredAnswer, hit_body, storable_answer
+from extproc.cache.stored_answers import NotStorable, StoredAnswer, hit_body, storable_answer
 from extproc.protocol.request import ApiKind
 
 
