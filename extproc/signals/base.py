@@ -8,6 +8,7 @@ signals (models) implement `evaluate` and push work through `ctx.executor`.
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from extproc.protocol.request import Role, RoutingRequest
 if TYPE_CHECKING:
     from extproc.models.executor import HeavyExecutor
     from extproc.models.registry import ModelRegistry
+    from extproc.models.text_embedder import TextEmbedder
     from extproc.settings import Settings
 
 OnError = Literal["no_match", "match", "reject"]
@@ -30,6 +32,9 @@ OnError = Literal["no_match", "match", "reject"]
 COST_EMBEDDING = 10
 COST_MODEL = 20
 COST_OCR = 30
+
+
+log = logging.getLogger(__name__)
 
 
 class SignalStatus(StrEnum):
@@ -134,6 +139,27 @@ class BuildContext:
     settings: Settings
     executor: HeavyExecutor
     models: ModelRegistry
+
+    def text_embedder(self) -> TextEmbedder:
+        """The process's one MiniLM embedder, shared by every signal that embeds and by the answer
+        cache (torch's thread cap applied first); raises ModelUnavailable."""
+        from extproc.models.text_embedder import get_text_embedder
+
+        self.executor.apply_thread_budget()
+        threads = self.settings.dispatch.torch_threads
+        return get_text_embedder(self.models, self.settings.embedder, torch_threads=threads)
+
+    def embedding_stage(self, signal_name: str) -> tuple[TextEmbedder | None, str | None]:
+        """A cascade's optional embedding stage: the embedder, or (logged) why there is none; the
+        cascade's first stage still answers without it."""
+        from extproc.models.registry import ModelUnavailable
+
+        try:
+            return self.text_embedder(), None
+        except ModelUnavailable as exc:
+            reason = f"embedding stage unavailable (no MiniLM): {exc}"
+            log.warning("signal %s: %s", signal_name, reason)
+            return None, reason
 
 
 class SignalUnavailable(Exception):

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from extproc.models.lru import LruCache, text_key
 from extproc.models.registry import ModelUnavailable
-from extproc.models.text_embedder import FloatArray, TextEmbedder, get_text_embedder
+from extproc.models.text_embedder import FloatArray, TextEmbedder
 from extproc.protocol.request import Role, RoutingRequest
 from extproc.signals.base import (
     COST_EMBEDDING,
@@ -122,9 +122,7 @@ class ComplexitySignal(Signal):
     @classmethod
     def build(cls, spec: ComplexitySpec, ctx: BuildContext) -> ComplexitySignal:
         try:
-            embedder = get_text_embedder(
-                ctx.models, ctx.settings.embedder, torch_threads=ctx.settings.dispatch.torch_threads
-            )
+            embedder = ctx.text_embedder()
         except ModelUnavailable as exc:
             return cls(spec, None, f"complexity needs the text embedder: {exc}")
         signal = cls(spec, embedder)

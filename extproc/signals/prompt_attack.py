@@ -53,7 +53,7 @@ from pydantic import Field, field_validator, model_validator
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
 from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
-from extproc.models.text_embedder import TextEmbedder, get_text_embedder
+from extproc.models.text_embedder import TextEmbedder
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import (
     COST_EMBEDDING,
@@ -390,14 +390,7 @@ class PromptAttackSignal(ClassifierSignal):
         embedder: TextEmbedder | None = None
         embedder_reason: str | None = None
         if cls.needs_embedder:
-            try:
-                ctx.executor.apply_thread_budget()
-                embedder = get_text_embedder(
-                    ctx.models, ctx.settings.embedder, torch_threads=ctx.settings.dispatch.torch_threads
-                )
-            except ModelUnavailable as exc:
-                embedder_reason = f"embedding stage unavailable (no MiniLM): {exc}"
-                log.warning("signal %s: %s", spec.name, embedder_reason)
+            embedder, embedder_reason = ctx.embedding_stage(spec.name)
         return cls(spec, model, None, embedder, embedder_reason)
 
     def label_names(self) -> list[str]:

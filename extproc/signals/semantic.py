@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 
 from extproc.models.ocr import OcrService
 from extproc.models.registry import ModelUnavailable
-from extproc.models.text_embedder import FloatArray, TextEmbedder, get_text_embedder
+from extproc.models.text_embedder import FloatArray, TextEmbedder
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import (
     COST_EMBEDDING,
@@ -79,9 +79,7 @@ class SemanticSignal(Signal):
         embedder: TextEmbedder | None = None
         reason: str | None = None
         try:
-            embedder = get_text_embedder(
-                ctx.models, ctx.settings.embedder, torch_threads=ctx.settings.dispatch.torch_threads
-            )
+            embedder = ctx.text_embedder()
         except ModelUnavailable as exc:
             reason = str(exc)
         ocr: OcrService | None = None
