@@ -77,11 +77,12 @@ def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
         if isinstance(node, dict) and ("all" in node or "any" in node):
             key = "all" if "all" in node else "any"
             children = [fold(child) for child in node[key]]
-            absorbing = key == "any"  # True absorbs an `any`; False absorbs an `all`
-            if absorbing in children:
+            absorbing = key == "any"  # True decides an `any`; False decides an `all`
+            neutral = not absorbing  # a child that leaves the result to the others
+            if any(c is absorbing for c in children):
                 return absorbing
-            kept = [c for c in children if c is not (not absorbing)]
-            return {key: kept} if kept else (not absorbing)
+            kept = [c for c in children if c is not neutral]
+            return {key: kept} if kept else neutral
         if isinstance(node, dict) and "not" in node:
             inner = fold(node["not"])
             return (not inner) if isinstance(inner, bool) else {"not": inner}
