@@ -142,10 +142,9 @@ class BuildContext:
 
     def text_embedder(self) -> TextEmbedder:
         """The process's one MiniLM embedder, shared by every signal that embeds and by the answer
-        cache (torch's thread cap applied first); raises ModelUnavailable."""
+        cache; raises ModelUnavailable. Imports no torch when the registry loads nothing (`check`)."""
         from extproc.models.text_embedder import get_text_embedder
 
-        self.executor.apply_thread_budget()
         threads = self.settings.dispatch.torch_threads
         return get_text_embedder(self.models, self.settings.embedder, torch_threads=threads)
 
@@ -155,6 +154,8 @@ class BuildContext:
         from extproc.models.registry import ModelUnavailable
 
         try:
+            # Past the cascade's own model, so models load: cap torch's threads before MiniLM does.
+            self.executor.apply_thread_budget()
             return self.text_embedder(), None
         except ModelUnavailable as exc:
             reason = f"embedding stage unavailable (no MiniLM): {exc}"
