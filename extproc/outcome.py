@@ -100,7 +100,10 @@ class RoutingOutcome:
             raw = dict(self.request.raw)
             if prompt is not None:
                 raw["system"] = anthropic.with_system_prompt(raw, prompt.content, prompt.mode)
-            return dumps(translate.messages_to_chat(raw, self.model.target_model))
+            chat = translate.messages_to_chat(raw, self.model.target_model)
+            if self.result.reasoning is not None:  # written as for any Chat body: the family's Chat paths
+                self._write_reasoning(chat)
+            return dumps(chat)
         body, notes = rewrite_body(
             self.request.raw,
             self.request.api,
@@ -115,7 +118,7 @@ class RoutingOutcome:
     def _write_reasoning(self, body: dict[str, Any]) -> None:
         setting, family = self.result.reasoning, self.result.reasoning_family
         if setting is not None and family is not None and self.request is not None:
-            self.reasoning_sent = apply_reasoning(body, self.request.api, setting, family)
+            self.reasoning_sent = apply_reasoning(body, self.wire_api, setting, family)
 
     @property
     def reasoning(self) -> str | None:
@@ -126,7 +129,12 @@ class RoutingOutcome:
         setting, family = self.result.reasoning, self.result.reasoning_family
         if self.action != "route" or setting is None or family is None or self.request is None:
             return None
-        return apply_reasoning({}, self.request.api, setting, family)
+        return apply_reasoning({}, self.wire_api, setting, family)
+
+    @property
+    def wire_api(self) -> ApiKind:
+        """The API of the body sent upstream: Chat for a translated Messages request."""
+        return ApiKind.CHAT if self.translates else self.api
 
     @property
     def translates(self) -> bool:

@@ -217,13 +217,16 @@ def _argument_pieces(arguments: str) -> list[str]:
     return _pieces(arguments, max(3, min(8, len(arguments) // 8)))
 
 
-REASONING_FIELDS = ("chat_template_kwargs", "reasoning_effort", "reasoning")
+REASONING_FIELDS = ("chat_template_kwargs", "reasoning_effort", "reasoning", "thinking")
 
 
 def reasoning_echo(payload: dict[str, Any]) -> str:
     """The reasoning fields the upstream received, as compact JSON (`-` when none), so a curl
-    through the router shows what the router told the model about thinking."""
+    through the router shows what the router told the model about thinking. With Anthropic's
+    `thinking`, its `max_tokens` too (the thinking budget is counted in it)."""
     fields = {key: payload[key] for key in REASONING_FIELDS if key in payload}
+    if "thinking" in fields and "max_tokens" in payload:
+        fields["max_tokens"] = payload["max_tokens"]
     return json.dumps(fields, separators=(",", ":"), sort_keys=True) if fields else "-"
 
 

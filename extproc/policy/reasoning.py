@@ -10,7 +10,15 @@ new model family is data, not code. A row says where its server reads the settin
 - `effort`: a dotted path for the effort level in Chat bodies (`reasoning_effort`), and
   `responses_effort` in Responses bodies (`reasoning.effort`); `off_effort` is what `off`
   writes there when the family has no switch (None: the client's effort field is removed, so
-  the server's default applies).
+  the server's default applies);
+- `thinking`: how a Messages body (`/v1/messages` sent natively to a server that speaks it) is
+  told: Anthropic's own field, `thinking: {type: enabled, budget_tokens: N}` for `on` (N from the
+  row's budget per effort, 1024 / 4096 / 16384 by default) and `{type: disabled}` for `off`.
+  Anthropic requires `max_tokens` > `budget_tokens`: a client's `max_tokens` at or under the
+  budget becomes budget + `max_tokens` (the answer keeps the room the client asked for). Every
+  built-in row but `none` has it (a Messages server maps the field to its model's template); a
+  row with `thinking: null` writes its switch and effort paths into Messages bodies instead. A
+  Messages request translated to Chat (an OpenAI-only upstream) is a Chat body: the Chat paths.
 
 `keep` leaves the client's own fields alone. `on` / `off` replace them. The value of the
 `x-vsr-reasoning` header says what was sent: `on:high`, `on`, `off`, `off:low`, `kept`, or
@@ -49,6 +57,19 @@ class ReasoningSetting(BaseModel):
         return value
 
 
+class ThinkingBudgets(BaseModel):
+    """Anthropic's `thinking.budget_tokens` for each effort (Anthropic's minimum is 1024)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    low: int = Field(default=1024, ge=1024)
+    medium: int = Field(default=4096, ge=1024)
+    high: int = Field(default=16384, ge=1024)
+
+    def budget(self, effort: Effort) -> int:
+        return int(getattr(self, effort))
+
+
 class ReasoningFamily(BaseModel):
     """One row of the families table: where a server reads the thinking switch and the effort."""
 
@@ -59,6 +80,8 @@ class ReasoningFamily(BaseModel):
     responses_effort: str | None = Field(default=None, pattern=_PATH)  # Responses bodies; None: `effort`
     default_effort: Effort = "medium"  # `on` without an effort, where the family has an effort field
     off_effort: Effort | None = None  # what `off` writes to the effort field when there is no switch
+    # Messages bodies: Anthropic's `thinking` field with these budgets (None: the Chat paths instead).
+    thinking: ThinkingBudgets | None = Field(default_factory=ThinkingBudgets)
 
     def effort_path(self, api: ApiKind) -> str | None:
         if api is ApiKind.RESPONSES:
@@ -71,7 +94,8 @@ BUILTIN_FAMILIES: Mapping[str, ReasoningFamily] = {
     "deepseek": ReasoningFamily(switch="chat_template_kwargs.thinking"),
     "gpt_oss": ReasoningFamily(effort="reasoning_effort", responses_effort="reasoning.effort", off_effort="low"),
     "openai": ReasoningFamily(effort="reasoning_effort", responses_effort="reasoning.effort"),
-    "none": ReasoningFamily(),
+    "anthropic": ReasoningFamily(),  # Messages-only servers: the `thinking` field, nothing in Chat bodies
+    "none": ReasoningFamily(thinking=None),
 }
 
 
@@ -113,6 +137,8 @@ def apply_reasoning(body: dict[str, Any], api: ApiKind, setting: ReasoningSettin
     Returns the `x-vsr-reasoning` header value: what was sent."""
     if setting.mode == "keep":
         return "kept"
+    if api is ApiKind.MESSAGES and family.thinking is not None:
+        return _write_thinking(body, setting, family, family.thinking)
     effort_path = family.effort_path(api)
     if family.switch is None and effort_path is None:
         return "none"
@@ -137,3 +163,19 @@ def apply_reasoning(body: dict[str, Any], api: ApiKind, setting: ReasoningSettin
         else:
             _remove(body, effort_path)
     return sent
+
+
+def _write_thinking(
+    body: dict[str, Any], setting: ReasoningSetting, family: ReasoningFamily, budgets: ThinkingBudgets
+) -> str:
+    """Anthropic's `thinking` field for `on` / `off`, with `max_tokens` kept above the budget."""
+    if setting.mode == "off":
+        body["thinking"] = {"type": "disabled"}
+        return "off"
+    effort = setting.effort or family.default_effort
+    budget = budgets.budget(effort)
+    body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool) and max_tokens <= budget:
+        body["max_tokens"] = budget + max_tokens
+    return f"on:{effort}"

@@ -276,7 +276,7 @@ class Policy(_Strict):
     signals: list[SignalSpecBase] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
     default: DefaultDecision
-    # Reasoning families beside the built-in ones (qwen3, deepseek, gpt_oss, openai, none).
+    # Reasoning families beside the built-in ones (qwen3, deepseek, gpt_oss, openai, anthropic, none).
     reasoning_families: dict[str, ReasoningFamily] = Field(default_factory=dict)
 
     def model(self, name: str) -> ModelSpec | None:

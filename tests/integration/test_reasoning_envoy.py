@@ -1,6 +1,7 @@
 """Reasoning control through the real Envoy: for each family, the exact reasoning fields the upstream
-receives (the demo upstream echoes them in its reply), for Chat and Responses, JSON and streamed,
-with `x-vsr-reasoning` on the client's response; `keep` passes the client's fields untouched."""
+receives (the demo upstream echoes them in its reply), for Chat, Responses and Messages (native:
+Anthropic's `thinking`; translated to Chat: the family's Chat fields), JSON and streamed, with
+`x-vsr-reasoning` on the client's response; `keep` passes the client's fields untouched."""
 
 from __future__ import annotations
 
@@ -16,18 +17,24 @@ import pytest
 
 from tests.integration.conftest import LoggedStack, running_stack, stack_config
 
-FAMILIES = ("qwen3", "deepseek", "gpt_oss", "openai", "none")
+FAMILIES = ("qwen3", "deepseek", "gpt_oss", "openai", "anthropic", "none")
+# model key -> (family, api): the families' models speak both APIs; these speak only OpenAI, so
+# a Messages request to them is translated to Chat.
+MODELS = {f: (f, "[openai, anthropic]") for f in FAMILIES} | {
+    "qwen3oai": ("qwen3", "[openai]"),
+    "gptossoai": ("gpt_oss", "[openai]"),
+}
 
 
 def policy_text() -> str:
     models = "\n".join(
-        f"  - {{name: m_{f}, cluster: c_{f}, upstream_model: model-{f}, reasoning_family: {f}, "
-        f'address: "127.0.0.1:{18600 + i}"}}'
-        for i, f in enumerate(FAMILIES)
+        f"  - {{name: m_{f}, cluster: c_{f}, upstream_model: model-{f}, reasoning_family: {family}, "
+        f'api: {api}, address: "127.0.0.1:{18600 + i}"}}'
+        for i, (f, (family, api)) in enumerate(MODELS.items())
     )
     signals, decisions = [], []
     priority = 1000
-    for f in FAMILIES:
+    for f in MODELS:
         for mode in ("on", "off", "keep"):
             word = f"{f.replace('_', '')}{mode}"
             signals.append(f"  - {{name: s_{word}, type: keyword, keywords: [{word}]}}")
@@ -79,6 +86,9 @@ _ECHO = re.compile(r"reasoning=(-|\{.*?\})\]")
 
 def received(body: str) -> dict[str, Any]:
     """The reasoning fields the upstream received, from the demo upstream's echo (JSON or SSE)."""
+    if body.startswith("event: message_start"):  # Anthropic SSE: the echo may be cut across text deltas
+        events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+        body = "".join(e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta")
     found = _ECHO.search(body.replace('\\"', '"'))
     assert found is not None, body[:400]
     return {} if found.group(1) == "-" else dict(json.loads(found.group(1)))
@@ -138,3 +148,48 @@ def test_route_without_reasoning_sends_no_header_and_no_fields(stack: LoggedStac
     status, headers, body = post(stack, "/v1/chat/completions", payload)
     assert status == 200 and headers["x-vsr-decision"] == "general"
     assert "x-vsr-reasoning" not in headers and received(body) == {"reasoning_effort": "low"}
+
+
+DISABLED, CLIENTS_OWN = {"type": "disabled"}, {"type": "enabled", "budget_tokens": 2048}
+MESSAGES_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], str]] = [
+    # model key, mode, client fields, what the upstream must receive, x-vsr-reasoning
+    ("anthropic", "on", {"thinking": DISABLED},
+     {"thinking": {"type": "enabled", "budget_tokens": 16384}, "max_tokens": 16384 + 256}, "on:high"),
+    ("anthropic", "off", {"thinking": CLIENTS_OWN}, {"thinking": DISABLED, "max_tokens": 256}, "off"),
+    ("anthropic", "keep", {"thinking": CLIENTS_OWN}, {"thinking": CLIENTS_OWN, "max_tokens": 256}, "kept"),
+    # a Qwen3 server reached natively on /v1/messages is told with `thinking`, not its template kwargs
+    ("qwen3", "on", {}, {"thinking": {"type": "enabled", "budget_tokens": 16384}, "max_tokens": 16384 + 256},
+     "on:high"),
+    ("none", "on", {"thinking": CLIENTS_OWN}, {"thinking": CLIENTS_OWN, "max_tokens": 256}, "none"),
+    # translated to Chat: the family's Chat fields; the client's `thinking` has no Chat form
+    ("qwen3oai", "off", {"thinking": CLIENTS_OWN}, {"chat_template_kwargs": {"enable_thinking": False}}, "off"),
+    ("gptossoai", "on", {}, {"reasoning_effort": "high"}, "on:high"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(("key", "mode", "client", "expected", "header"), MESSAGES_CASES)
+def test_messages_upstream_receives_thinking_natively_and_chat_fields_translated(
+    stack: LoggedStack,
+    key: str,
+    mode: str,
+    client: dict[str, Any],
+    expected: dict[str, Any],
+    header: str,
+    stream: bool,
+) -> None:
+    word = f"{key}{mode}"
+    payload = {
+        "model": "auto",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": f"please {word} now"}],
+        "stream": stream,
+        **client,
+    }
+    status, headers, body = post(stack, "/v1/messages", payload)
+    assert status == 200, body
+    assert headers["x-vsr-decision"] == f"d_{word}" and headers["x-vsr-model"] == f"m_{key}"
+    assert headers["x-vsr-reasoning"] == header
+    assert headers["x-demo-model"] == f"model-{key}"
+    assert headers["content-type"].startswith("text/event-stream" if stream else "application/json")
+    assert received(body) == expected

@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from extproc.ops.envoy_config import EnvoyOptions, render
+from tests.ops.test_deploy import assert_k8s_redis_wiring
 
 REPO = Path(__file__).resolve().parents[2]
 MESH = REPO / "docker" / "mesh"
@@ -35,6 +36,7 @@ FILTER_SNIPPET = REPO / "envoy" / "ext_proc_filter.yaml"
 ENVOY_FULL = REPO / "envoy" / "envoy.yaml"
 K8S_EXTPROC = REPO / "docker" / "k8s" / "extproc.yaml"
 K8S_ENVOY_CONFIGMAP = REPO / "docker" / "k8s" / "envoy-configmap.yaml"
+K8S_REDIS = REPO / "docker" / "k8s" / "redis.yaml"
 
 ROUTING_HEADER = "x-vsr-cluster"
 EXT_PROC_FILTER = "envoy.filters.http.ext_proc"
@@ -422,6 +424,17 @@ def test_extproc_deployment_is_the_k8s_one_behind_a_grpc_cluster_ip_service(dire
     assert port["appProtocol"] == "grpc", "the gateway must speak HTTP/2 to ext_proc"
     container_ports = {p["name"] for c in deployment["spec"]["template"]["spec"]["containers"] for p in c["ports"]}
     assert port["targetPort"] in container_ports
+
+
+@pytest.mark.parametrize("directory", MESHES)
+def test_extproc_reaches_the_redis_of_its_namespace_the_k8s_one(directory: Path) -> None:
+    docs = load_docs(directory)
+    k8s = [d for d in yaml.safe_load_all(K8S_REDIS.read_text()) if d]
+    for kind in ("Deployment", "Service"):
+        assert find(docs, kind, "redis")["spec"] == find(k8s, kind, "redis")["spec"], (
+            "keep equal to docker/k8s/redis.yaml"
+        )
+    assert_k8s_redis_wiring({(d["kind"], d["metadata"]["name"]): d for d in docs}, namespace=NAMESPACE)
 
 
 @pytest.mark.parametrize("directory", MESHES)

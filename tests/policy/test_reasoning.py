@@ -188,3 +188,94 @@ def test_policy_without_reasoning_leaves_bodies_and_headers_alone(build_ctx: Bui
 def test_unknown_family_is_a_policy_error(build_ctx: BuildContext) -> None:
     with pytest.raises(PolicyError, match="unknown reasoning_family 'qwen9'"):
         compile_(POLICY.replace("reasoning_family: qwen3", "reasoning_family: qwen9"), build_ctx)
+
+
+MESSAGES = {"model": "auto", "max_tokens": 1000, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.mark.parametrize(
+    ("family", "setting", "body", "sent", "expected"),
+    [
+        # on: the budget of the effort, max_tokens raised above it by the client's own max_tokens
+        ("anthropic", ON, MESSAGES, "on:high", {"thinking": {"type": "enabled", "budget_tokens": 16384}, "max_tokens": 17384}),
+        ("anthropic", ReasoningSetting(mode="on", effort="low"), {**MESSAGES, "max_tokens": 1024}, "on:low",
+         {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 2048}),
+        # a max_tokens already above the budget stays; `on` without an effort takes the default (medium)
+        ("qwen3", ReasoningSetting(mode="on"), {**MESSAGES, "max_tokens": 8000, "thinking": {"type": "disabled"}},
+         "on:medium", {"thinking": {"type": "enabled", "budget_tokens": 4096}, "max_tokens": 8000}),
+        ("gpt_oss", OFF, {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 2048}}, "off",
+         {"thinking": {"type": "disabled"}}),
+        ("anthropic", KEEP, {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 2048}}, "kept", {}),
+        ("none", ON, {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 2048}}, "none", {}),
+    ],
+)  # fmt: skip
+def test_messages_bodies_get_anthropics_thinking_field(
+    family: str, setting: ReasoningSetting, body: dict[str, Any], sent: str, expected: dict[str, Any]
+) -> None:
+    got_sent, got = applied(family, setting, body, ApiKind.MESSAGES)
+    assert got_sent == sent and got == {**body, **expected}
+    assert "chat_template_kwargs" not in got and "reasoning_effort" not in got  # only the Messages field
+
+
+def test_anthropic_family_writes_nothing_in_chat_bodies_and_a_row_may_opt_out_of_thinking() -> None:
+    assert applied("anthropic", ON, {"messages": []}) == ("none", {"messages": []})
+    table = ReasoningFamily.model_validate({"switch": "chat_template_kwargs.enable_thinking", "thinking": None})
+    body: dict[str, Any] = dict(MESSAGES)
+    assert apply_reasoning(body, ApiKind.MESSAGES, OFF, table) == "off"
+    assert body == {**MESSAGES, "chat_template_kwargs": {"enable_thinking": False}}
+    budgets = ReasoningFamily.model_validate({"thinking": {"high": 32000}})
+    body = dict(MESSAGES)
+    assert apply_reasoning(body, ApiKind.MESSAGES, ON, budgets) == "on:high"
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 32000} and body["max_tokens"] == 33000
+    with pytest.raises(ValidationError):  # Anthropic's minimum budget
+        ReasoningFamily.model_validate({"thinking": {"low": 512}})
+
+
+MESSAGES_POLICY = """
+version: 1
+models:
+  - {name: claude, cluster: claude, reasoning_family: anthropic, api: [openai, anthropic]}
+  - {name: oss, cluster: oss, reasoning_family: gpt_oss, api: [openai]}
+  - {name: qwen, cluster: qwen, reasoning_family: qwen3, api: [openai]}
+signals:
+  - {name: hard, type: keyword, keywords: [prove]}
+  - {name: ossword, type: keyword, keywords: [oss]}
+  - {name: keepword, type: keyword, keywords: [keep]}
+decisions:
+  - {name: hard, priority: 100, when: {signal: hard}, action: {type: route, models: [claude], reasoning: {mode: on, effort: high}}}
+  - {name: oss, priority: 90, when: {signal: ossword}, action: {type: route, models: [oss], reasoning: {mode: on, effort: high}}}
+  - {name: keep, priority: 80, when: {signal: keepword}, action: {type: route, models: [claude], reasoning: {mode: keep}}}
+default:
+  name: general
+  action: {type: route, models: [qwen], reasoning: {mode: off}}
+"""
+
+
+def test_router_writes_thinking_natively_and_the_familys_fields_when_translated(build_ctx: BuildContext) -> None:
+    router = Router(
+        build_ctx.settings, compile_(MESSAGES_POLICY, build_ctx), executor=build_ctx.executor, models=build_ctx.models
+    )
+
+    def go(text: str, **extra: Any) -> Any:
+        payload = {"model": "auto", "max_tokens": 512, "messages": [{"role": "user", "content": text}], **extra}
+        return asyncio.run(router.route(json.dumps(payload).encode(), path="/v1/messages"))
+
+    native = go("prove it", thinking={"type": "disabled"})
+    assert not native.translates
+    body = json.loads(native.rewritten_body())
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384} and body["max_tokens"] == 16384 + 512
+    assert native.request_headers()["x-vsr-reasoning"] == "on:high" == native.response_headers()["x-vsr-reasoning"]
+    assert native.to_dict()["reasoning"] == "on:high"
+    kept = go("keep mine", thinking={"type": "enabled", "budget_tokens": 2048})
+    assert json.loads(kept.rewritten_body())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert kept.response_headers()["x-vsr-reasoning"] == "kept"
+    # translated to Chat: the family's Chat fields, never a `thinking` field, max_tokens as the client's
+    oss = go("oss please", thinking={"type": "enabled", "budget_tokens": 2048})
+    assert oss.translates and oss.response_headers()["x-vsr-reasoning"] == "on:high"
+    chat = json.loads(oss.rewritten_body())
+    assert chat["reasoning_effort"] == "high" and "thinking" not in chat and chat["max_tokens"] == 512
+    assert oss.reasoning == "on:high"
+    qwen = go("hello")
+    chat = json.loads(qwen.rewritten_body())
+    assert qwen.translates and chat["chat_template_kwargs"] == {"enable_thinking": False}
+    assert qwen.request_headers()["x-vsr-reasoning"] == "off"
