@@ -51,7 +51,9 @@ class RecentDecision:
     extproc_ms: float | None  # the whole ext_proc exchange up to the decision
     overload: str | None  # "shed" or "fail_safe"
     error_code: str | None
-    conversation: str | None = None  # the conversation store's part: new / followed / same / moved
+    # the conversation store's part: state (new / followed / same / moved), the key that found it
+    # (previous_response / session), the model it remembered, and why it was not followed
+    conversation: dict[str, str | None] | None = None
 
     @property
     def matched(self) -> list[str]:
@@ -76,6 +78,13 @@ class RecentDecision:
             "error": self.error_code,
             "conversation": self.conversation,
         }
+
+
+def _conversation(part: dict[str, Any] | None) -> dict[str, str | None] | None:
+    """The ring's copy of a request's conversation part: names only (never a key's value)."""
+    if not part:
+        return None
+    return {name: part.get(name) for name in ("state", "key", "remembered_model", "reason")}
 
 
 def _cut(value: str | None) -> str | None:
@@ -129,9 +138,19 @@ class RecentDecisions:
                 extproc_ms=extproc_ms,
                 overload="shed" if result.shed else "fail_safe" if result.fail_safe else None,
                 error_code=error.code if error is not None else None,
-                conversation=outcome.conversation.get("state") if outcome.conversation else None,
+                conversation=_conversation(outcome.conversation),
             )
         )
+
+    def conversations(self, limit: int) -> list[RecentDecision]:
+        """The last `limit` records that looked up a conversation, oldest first."""
+        found: list[RecentDecision] = []
+        for record in reversed(self._ring):
+            if record.conversation is not None:
+                found.append(record)
+                if len(found) == limit:
+                    break
+        return found[::-1]
 
     def record_failure(self, kind: str, *, request_id: str | None, path: str) -> None:
         """A request the router could not answer (`not_ready`: 503, `internal_error`: 500)."""
