@@ -106,7 +106,7 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
     conversation = data.get("conversation")
     if conversation and (conversation["key"] or not conversation["sticky"]):
         keeps = "keeps it on the model that served it" if conversation["sticky"] else "moves it to its own model"
-        key = f"{conversation['key']} key" if conversation["key"] else "a conversation"
+        key = f"{conversation['key']} key" if conversation["key"] else "no key in this request"
         lines.append(f"  conversation: {key}; {data['decision']} {keeps}; explain does not look up")
     for note in data["trace"]["notes"]:
         lines.append(f"  note: {note}")
