@@ -20,7 +20,8 @@ error code `bad_demo_reply`.
 A request may also script a failure: `x-demo-error: STATUS [FORM]` answers STATUS with
 OpenAI's `{"error": {...}}` JSON (FORM `json`, the default), with a plain-text body (`text`),
 or, for a streamed request, with a 200 stream that sends a few chunks and then a vLLM-style
-error chunk carrying STATUS as its code (`mid-stream`). A value that does not parse is a 400.
+error chunk carrying STATUS as its code (`mid-stream`); `reset` closes the connection without
+an answer (a crashed server: Envoy answers 503 itself). A value that does not parse is a 400.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ _REASONS = {
 }
 DEMO_REPLY_HEADER = "x-demo-reply"
 DEMO_ERROR_HEADER = "x-demo-error"
-_ERROR_FORMS = ("json", "text", "mid-stream")
+_ERROR_FORMS = ("json", "text", "mid-stream", "reset")
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +502,8 @@ class DemoServer:
             await self._send_json(writer, upstream, 400, _error(str(exc), "bad_demo_error"), model, close)
             return
         message = f"demo upstream {upstream.cluster} failed with {status} as scripted"
+        if form == "reset":
+            raise ConnectionResetError("x-demo-error: reset")  # serve_connection closes the socket
         if form == "mid-stream" and payload.get("stream"):
             chunk = {"id": "chatcmpl-demo-error", "object": "chat.completion.chunk", "model": model, "choices": []}
             frames = _chat_frames(

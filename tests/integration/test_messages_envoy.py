@@ -276,6 +276,7 @@ def _failing(stack: LoggedStack, scripted: str) -> anthropic.Anthropic:
         ("429", 429, "rate_limit_error", "failed with 429 as scripted"),
         ("503", 503, "overloaded_error", "failed with 503 as scripted"),
         ("502 text", 502, "api_error", "failed with 502 as scripted (plain text)"),  # not JSON: its text
+        ("503 reset", 503, "overloaded_error", "upstream connect error"),  # no answer: Envoy's own 503
     ],
 )
 def test_translated_upstream_error_keeps_its_status(
@@ -291,7 +292,8 @@ def test_translated_upstream_error_keeps_its_status(
     error = raised.value
     assert error.status_code == status
     assert error.response.headers["content-type"] == "application/json"
-    assert error.response.headers["x-demo-upstream"] == "general_vlm"  # the upstream's answer, translated
+    if not scripted.endswith("reset"):
+        assert error.response.headers["x-demo-upstream"] == "general_vlm"  # the upstream's answer, translated
     assert error.body == {"type": "error", "error": {"type": error_type, "message": error.body["error"]["message"]}}  # type: ignore[index]
     assert message in error.body["error"]["message"]  # type: ignore[index]
 

@@ -332,6 +332,8 @@ async def test_scripted_errors(demo: str) -> None:
         assert reply.status_code == 200
         chunks = [json.loads(d) for d in _sse_data(reply.text.splitlines()) if d != "[DONE]"]
         assert chunks[1]["choices"][0]["delta"]["content"] and chunks[-1]["error"]["code"] == 503
+        with pytest.raises(httpx.RemoteProtocolError):  # closed without an answer
+            await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": "503 reset"})
         for bad in ("nope", "200", "500 loud", "429 text extra"):
             reply = await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": bad})
             assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_demo_error"
