@@ -73,7 +73,7 @@ class DecisionRow:
             signals=outcome.signals,
             timings_ms=outcome.timings_ms,
             extproc_ms=extproc_ms,
-            overload="shed" if result.shed else "fail_safe" if result.fail_safe else None,
+            overload=outcome.overload,
             cache=cache_state,
             reasoning=outcome.reasoning,
             conversation=conversation.get("state") if conversation else None,
