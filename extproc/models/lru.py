@@ -1,5 +1,6 @@
-"""One small thread-safe LRU map for every model-side cache (image embeddings, OCR results,
-text embeddings), with hit and miss counters that metrics read at scrape time."""
+"""The project's one small thread-safe LRU map: every model-side cache (image embeddings, OCR
+results, text embeddings) and the semantic cache's memory store and admission sightings, with
+hit and miss counters that metrics read at scrape time."""
 
 from __future__ import annotations
 
