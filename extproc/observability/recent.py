@@ -130,18 +130,10 @@ class RecentDecisions:
 
     # -- the request path ---------------------------------------------------------------------
     def record(
-        self,
-        outcome: RoutingOutcome,
-        *,
-        request_id: str | None,
-        path: str,
-        extproc_ms: float | None = None,
-        row: DecisionRow | None = None,
+        self, outcome: RoutingOutcome, *, request_id: str | None, path: str, extproc_ms: float | None = None
     ) -> None:
-        """Keep one decided request; `row` is its decision row when the caller has built it already."""
-        if row is None:
-            row = DecisionRow.of(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms)
-        self.record_row(row)
+        """Keep one decided request (the observer, which has built its row already, calls `record_row`)."""
+        self.record_row(DecisionRow.of(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms))
 
     def record_failure(self, kind: str, *, request_id: str | None, path: str) -> None:
         """A request the router could not answer (`not_ready`: 503, `internal_error`: 500)."""
