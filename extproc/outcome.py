@@ -69,6 +69,11 @@ class RoutingOutcome:
         return self.result.error
 
     @property
+    def overload(self) -> str | None:
+        """`shed` (answered 429) or `fail_safe` (routed fail-safe) when overload decided, else None."""
+        return "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None
+
+    @property
     def plugins(self) -> Plugins:
         return self.result.plugins
 
@@ -220,7 +225,7 @@ class RoutingOutcome:
             "message": self.message if self.error is None else self.error.message,
             "error": self.error.to_body()["error"] if self.error is not None else None,
             "policy_version": self.policy_version,
-            "overload": "shed" if self.result.shed else "fail_safe" if self.result.fail_safe else None,
+            "overload": self.overload,
             "cache": self.cache,
             "conversation": self.conversation,
             "request": _request_summary(self.request),

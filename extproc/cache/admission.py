@@ -28,13 +28,13 @@ import os
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from extproc.cache.backends import FloatArray, VectorGroup
 from extproc.cache.keys import CacheKey
+from extproc.models.lru import LruCache
 
 
 class Sightings:
@@ -42,8 +42,8 @@ class Sightings:
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._lock = threading.Lock()
-        self._order: OrderedDict[str, tuple[str, str]] = OrderedDict()  # exact key -> (partition, context)
+        self._lock = threading.Lock()  # the order and the vector groups change together
+        self._order: LruCache[tuple[str, str]] = LruCache(capacity)  # exact key -> (partition, context)
         self._groups: dict[tuple[str, str], VectorGroup] = {}
 
     def __len__(self) -> int:
@@ -54,21 +54,18 @@ class Sightings:
         otherwise remember it and return False."""
         group_key = (key.partition, key.context)
         with self._lock:
-            if key.exact in self._order:
-                self._order.move_to_end(key.exact)
+            if self._order.touch(key.exact):
                 return True
             group = self._groups.get(group_key)
             if group is not None and group.keys:
                 ((near, score),) = group.best(vector, 1)
                 if score >= floor:
-                    self._order.move_to_end(near)
+                    self._order.touch(near)
                     return True
             if group is None:
                 group = self._groups[group_key] = VectorGroup(vector.shape[0])
             group.add(key.exact, vector)
-            self._order[key.exact] = group_key
-            while len(self._order) > self.capacity:
-                old, old_group_key = self._order.popitem(last=False)
+            for old, old_group_key in self._order.put(key.exact, group_key):
                 old_group = self._groups[old_group_key]
                 old_group.remove(old)
                 if not old_group.keys:

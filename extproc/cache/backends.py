@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -19,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.cache.stored_answers import StoredAnswer
+from extproc.models.lru import LruCache
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -126,19 +126,19 @@ class MemoryCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()  # stores come from several streams; keep the indexes consistent
-        self._entries: OrderedDict[str, CacheEntry] = OrderedDict()  # exact key -> entry, LRU order
+        # exact key -> entry, least recently used first, bounded by count and bytes
+        self._entries: LruCache[CacheEntry] = LruCache(max_entries, weigh=_entry_size, max_weight=max_bytes)
         self._by_context: dict[tuple[str, str], VectorGroup] = {}
-        self._bytes = 0
 
     def get(self, partition: str, exact: str, now: float) -> CacheEntry | None:
         with self._lock:
-            entry = self._entries.get(exact)
+            entry = self._entries.peek(exact)
             if entry is None or entry.partition != partition:
                 return None
             if entry.expires_at <= now:
                 self._drop(entry)
                 return None
-            self._entries.move_to_end(exact)
+            self._entries.touch(exact)
             return entry
 
     def may_have(self, partition: str, context: str) -> bool:
@@ -153,36 +153,34 @@ class MemoryCache:
                 return []
             found: list[tuple[CacheEntry, float]] = []
             for key, score in group.best(vector, limit):
-                entry = self._entries[key]
+                entry = self._entries.peek(key)
+                assert entry is not None  # the groups index exactly the entries held
                 if entry.expires_at <= now:
                     self._drop(entry)
                     continue
-                self._entries.move_to_end(key)
+                self._entries.touch(key)
                 found.append((entry, score))
             return found
 
     def put(self, entry: CacheEntry, now: float) -> int:
-        evicted = 0
         with self._lock:
-            old = self._entries.get(entry.exact)
+            old = self._entries.peek(entry.exact)
             if old is not None:
                 self._drop(old)
-            self._entries[entry.exact] = entry
             group = self._by_context.get((entry.partition, entry.context))
             if group is None:
                 group = self._by_context[(entry.partition, entry.context)] = VectorGroup(entry.candidate.shape[0])
             group.add(entry.exact, entry.candidate)
-            self._bytes += entry.size
-            while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
-                oldest = next(iter(self._entries.values()))
-                self._drop(oldest)
-                evicted += 1
-        return evicted
+            left = self._entries.put(entry.exact, entry)
+            for _, evicted in left:
+                self._unindex(evicted)
+        return len(left)
 
     def _drop(self, entry: CacheEntry) -> None:
-        if self._entries.pop(entry.exact, None) is None:
-            return
-        self._bytes -= entry.size
+        if self._entries.pop(entry.exact) is not None:
+            self._unindex(entry)
+
+    def _unindex(self, entry: CacheEntry) -> None:
         group = self._by_context.get((entry.partition, entry.context))
         if group is not None:
             group.remove(entry.exact)
@@ -191,16 +189,19 @@ class MemoryCache:
 
     def stats(self) -> tuple[int, int]:
         with self._lock:
-            return len(self._entries), self._bytes
+            return len(self._entries), self._entries.weight
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._by_context.clear()
-            self._bytes = 0
 
     def close(self) -> None:
         self.clear()
+
+
+def _entry_size(entry: CacheEntry) -> int:
+    return entry.size
 
 
 def now() -> float:

@@ -1,20 +1,25 @@
 """The shipped subject (domain) classifier: which of 14 subjects a text is about, as a cascade.
 
-Stage 1, lexical (inline on every request): the prompt-attack classifier's hashed character
-n-grams (`attack_classifier.lexical_features`, the same stable hash; the shape block is off:
-a subject is in the words, not in their case), then a multinomial logistic regression over
-the 14 subjects. When its top probability reaches `confident` the stage decides alone; the
-threshold was chosen on the training split's cross-validated scores (`domain_training.py`)
-so that only a small share of texts goes further.
+Stage 1 (inline on every request, ~0.1 ms): one multinomial logistic regression over the 14
+subjects that reads two feature blocks at once:
+- the prompt-attack classifier's hashed character n-grams (`lexical_features`, the same
+  stable hash; the shape block is off: a subject is in the words, not in their case);
+- the text's static MiniLM vector (`static_embedding.py`: token vectors distilled from the
+  shipped MiniLM, SIF-weighted, L2-normalised), which carries word meaning to words the
+  training split never used.
+Fitted jointly, the two beat their average (test split: 76% vs 74%; n-grams alone 69%).
+When its top probability reaches `confident` the stage decides alone; the threshold was
+chosen on the training split's cross-validated scores (`domain_training.py`) so that only a
+small share of texts goes further.
 
 Stage 2, embedding (only texts stage 1 is unsure of): a multinomial logistic regression over
 the all-MiniLM-L6-v2 sentence embedding (384-d, L2-normalised; `text_embedder.py`), its
 probabilities mixed with stage 1's (`head.mix` in meta.json): the two read different things
-(spelling vs meaning) and their average beats either.
+and their average beats either.
 
 Weights are safetensors plus `meta.json` (feature config, labels, thresholds, corpus hashes,
-cross-validated figures); `domain_training.py` writes them. This module needs numpy and
-safetensors only (no torch).
+cross-validated figures); `domain_training.py` writes them. This module needs numpy,
+safetensors and tokenizers only (no torch).
 """
 
 from __future__ import annotations
@@ -30,12 +35,14 @@ import numpy.typing as npt
 
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
 from extproc.models.registry import ModelUnavailable
+from extproc.models.static_embedding import StaticEmbedding, file_digest, load_tokenizer, packaged_tokenizer_path
 
 DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "domain_classifier"
 LEXICAL_FILE = "lexical.safetensors"
 HEAD_FILE = "embedding_head.safetensors"
+STATIC_FILE = "static.safetensors"
 META_FILE = "meta.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 EMBEDDING_DIM = 384
 
 # The 14 MMLU-Pro subject categories (vLLM Semantic Router's names), in the weights' column order.
@@ -74,14 +81,14 @@ def lexical_logits(text: str, config: LexicalConfig, weights: npt.NDArray[Any], 
     ids, values = lexical_features(text, config)
     if ids.shape[0] == 0:
         return bias.copy()
-    rows = weights[ids].astype(np.float32)
+    rows = np.asarray(weights[ids], dtype=np.float32)
     return np.asarray(values @ rows + bias, dtype=np.float32)
 
 
 @dataclass(frozen=True, slots=True)
 class DomainVerdict:
     probs: FloatArray  # per label, summing to 1
-    stage: str  # "lexical" or "embedding"
+    stage: str  # "first" or "embedding"
 
     def top(self, labels: Sequence[str]) -> list[tuple[str, float]]:
         order = np.argsort(-self.probs, kind="stable")
@@ -113,14 +120,16 @@ def _tensor(tensors: Mapping[str, npt.NDArray[Any]], name: str, shape: tuple[int
 
 
 class DomainClassifier:
-    """The two stages, with their weights; `lexical_probs` inline, `embedding_probs` on an embedding."""
+    """The two stages, with their weights; `first_stage_probs` inline, `embedding_probs` on an embedding."""
 
     def __init__(
         self,
         labels: Sequence[str],
         config: LexicalConfig,
         lexical_weight: npt.NDArray[Any],
-        lexical_bias: FloatArray,
+        bias: FloatArray,
+        static: StaticEmbedding,
+        static_weight: FloatArray,
         head_weight: FloatArray,
         head_bias: FloatArray,
         confident: float,
@@ -130,26 +139,32 @@ class DomainClassifier:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
             raise DomainClassifierError(f"need two or more distinct labels, got {list(labels)}")
-        if lexical_weight.shape != (config.n_features, k) or lexical_bias.shape != (k,):
+        if lexical_weight.shape != (config.n_features, k) or bias.shape != (k,):
             raise DomainClassifierError("lexical weights do not match the feature config and labels")
+        if static_weight.shape != (static.dim, k):
+            raise DomainClassifierError(f"static weights {static_weight.shape} do not match the token table and labels")
         if head_weight.shape != (EMBEDDING_DIM, k) or head_bias.shape != (k,):
             raise DomainClassifierError("embedding head weights do not match the labels")
         if not 0.0 <= confident <= 1.0:
             raise DomainClassifierError(f"confident threshold must be in 0..1, got {confident}")
+        if not 0.0 <= head_mix <= 1.0:
+            raise DomainClassifierError(f"head mix must be in 0..1, got {head_mix}")
         self.labels: tuple[str, ...] = tuple(labels)
         self.config = config
-        self.lexical_weight = lexical_weight
-        self.lexical_bias = np.asarray(lexical_bias, dtype=np.float32)
+        self.lexical_weight = np.asarray(lexical_weight, dtype=np.float32)  # float16 on disk; gathers faster
+        self.bias = np.asarray(bias, dtype=np.float32)
+        self.static = static
+        self.static_weight = np.asarray(static_weight, dtype=np.float32)
         self.head_weight = np.asarray(head_weight, dtype=np.float32)
         self.head_bias = np.asarray(head_bias, dtype=np.float32)
         self.confident = float(confident)
-        if not 0.0 <= head_mix <= 1.0:
-            raise DomainClassifierError(f"head mix must be in 0..1, got {head_mix}")
         self.head_mix = float(head_mix)
         self.meta: Mapping[str, Any] = meta or {}
 
     @classmethod
-    def load(cls, directory: Path | None = None) -> DomainClassifier:
+    def load(cls, directory: Path | None = None, tokenizer_path: Path | None = None) -> DomainClassifier:
+        """The weights in `directory` (default: the packaged ones), tokenised by the MiniLM package's
+        tokenizer (or `tokenizer_path`), which must be the one the table was distilled with."""
         directory = Path(directory) if directory is not None else DEFAULT_WEIGHTS_DIR
         meta_path = directory / META_FILE
         try:
@@ -165,17 +180,28 @@ class DomainClassifier:
             config = LexicalConfig.from_json(meta["lexical"])
             confident = float(meta["thresholds"]["confident"])
             head_mix = float(meta["head"]["mix"])
+            tokenizer_digest = str(meta["static"]["tokenizer_sha256"])
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
+        tokenizer_path = tokenizer_path or packaged_tokenizer_path()
+        if not tokenizer_path.is_file() or file_digest(tokenizer_path) != tokenizer_digest:
+            raise DomainClassifierError(
+                f"{tokenizer_path} is not the tokenizer the token table was distilled with "
+                f"(sha256 {tokenizer_digest[:12]})"
+            )
         k = len(labels)
-        lex_path, head_path = directory / LEXICAL_FILE, directory / HEAD_FILE
+        lex_path, head_path, static_path = directory / LEXICAL_FILE, directory / HEAD_FILE, directory / STATIC_FILE
         lex = _read_safetensors(lex_path)
         head = _read_safetensors(head_path)
+        static_tensors = _read_safetensors(static_path)
+        static = StaticEmbedding.from_tensors(static_tensors, load_tokenizer(tokenizer_path), str(static_path))
         return cls(
             labels,
             config,
             _tensor(lex, "weight", (config.n_features, k), lex_path),
             _tensor(lex, "bias", (k,), lex_path).astype(np.float32),
+            static,
+            _tensor(static_tensors, "weight", (static.dim, k), static_path).astype(np.float32),
             _tensor(head, "weight", (EMBEDDING_DIM, k), head_path).astype(np.float32),
             _tensor(head, "bias", (k,), head_path).astype(np.float32),
             confident,
@@ -183,23 +209,27 @@ class DomainClassifier:
             head_mix,
         )
 
-    def lexical_probs(self, text: str) -> FloatArray:
-        return softmax(lexical_logits(text, self.config, self.lexical_weight, self.lexical_bias))
+    def first_stage_logits(self, text: str) -> FloatArray:
+        lexical = lexical_logits(text, self.config, self.lexical_weight, self.bias)
+        return np.asarray(lexical + self.static.vector(text) @ self.static_weight, dtype=np.float32)
 
-    def decides(self, lexical: FloatArray) -> bool:
+    def first_stage_probs(self, text: str) -> FloatArray:
+        return softmax(self.first_stage_logits(text))
+
+    def decides(self, first: FloatArray) -> bool:
         """Is stage 1 sure enough to decide alone?"""
-        return float(lexical.max()) >= self.confident
+        return float(first.max()) >= self.confident
 
-    def embedding_probs(self, embedding: npt.ArrayLike, lexical: FloatArray) -> FloatArray:
+    def embedding_probs(self, embedding: npt.ArrayLike, first: FloatArray) -> FloatArray:
         """Stage 2: the head's probabilities on the embedding, mixed with stage 1's."""
         x = np.asarray(embedding, dtype=np.float32).reshape(-1)
         head = softmax(x @ self.head_weight + self.head_bias)
-        mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(lexical, dtype=np.float32)
+        mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(first, dtype=np.float32)
         return np.asarray(mixed, dtype=np.float32)
 
     def classify(self, text: str, embedding: npt.ArrayLike | None = None) -> DomainVerdict:
         """The cascade on one text; without `embedding`, stage 1's answer even when unsure."""
-        lexical = self.lexical_probs(text)
-        if self.decides(lexical) or embedding is None:
-            return DomainVerdict(lexical, "lexical")
-        return DomainVerdict(self.embedding_probs(embedding, lexical), "embedding")
+        first = self.first_stage_probs(text)
+        if self.decides(first) or embedding is None:
+            return DomainVerdict(first, "first")
+        return DomainVerdict(self.embedding_probs(embedding, first), "embedding")

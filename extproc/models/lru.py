@@ -1,5 +1,6 @@
-"""One small thread-safe LRU map for every model-side cache (image embeddings, OCR results,
-text embeddings), with hit and miss counters that metrics read at scrape time."""
+"""The project's one small thread-safe LRU map: every model-side cache (image embeddings, OCR
+results, text embeddings) and the semantic cache's memory store and admission sightings, with
+hit and miss counters that metrics read at scrape time."""
 
 from __future__ import annotations
 
@@ -16,10 +17,16 @@ V = TypeVar("V")
 
 
 class LruCache(Generic[V]):
-    """Content hash -> value; least recently used entries leave first. Capacity 0 stores nothing."""
+    """Key -> value; least recently used entries leave first when there are more than `capacity`,
+    or, with `weigh`, when the values' weights (e.g. bytes) add up to more than `max_weight`.
+    Capacity 0 stores nothing. `put` returns what left, for a holder that indexes the values
+    elsewhere too (the semantic cache's vectors)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, *, weigh: Callable[[V], int] | None = None, max_weight: int = 0) -> None:
         self.capacity = capacity
+        self.max_weight = max_weight if weigh is not None else 0
+        self.weight = 0  # the values' weights added up (0 without `weigh`)
+        self._weigh = weigh
         self._items: OrderedDict[str, V] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
@@ -40,18 +47,50 @@ class LruCache(Generic[V]):
         with self._lock:
             return self._items.get(key)
 
-    def put(self, key: str, value: V) -> None:
-        if self.capacity <= 0:
-            return
+    def touch(self, key: str) -> bool:
+        """Make `key` the most recent without counting a lookup; False when it is not held."""
         with self._lock:
-            self._items[key] = value
+            if key not in self._items:
+                return False
             self._items.move_to_end(key)
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
+            return True
+
+    def put(self, key: str, value: V) -> Sequence[tuple[str, V]]:
+        """Store `value` (the most recent now, replacing the value under `key`); returns the
+        entries that left to make room, oldest first: `value` itself too when it cannot be held
+        (capacity 0, or heavier than `max_weight` alone)."""
+        if self.capacity <= 0:
+            return ((key, value),)
+        weigh = self._weigh
+        with self._lock:
+            items = self._items
+            if weigh is not None:
+                old = items.get(key)
+                self.weight += weigh(value) - (weigh(old) if old is not None else 0)
+            items[key] = value
+            items.move_to_end(key)
+            if len(items) <= self.capacity and self.weight <= self.max_weight:
+                return ()
+            left: list[tuple[str, V]] = []
+            while items and (len(items) > self.capacity or self.weight > self.max_weight):
+                item = items.popitem(last=False)
+                if weigh is not None:
+                    self.weight -= weigh(item[1])
+                left.append(item)
+            return left
+
+    def pop(self, key: str) -> V | None:
+        """Remove `key`; its value, or None when it was not held."""
+        with self._lock:
+            value = self._items.pop(key, None)
+            if value is not None and self._weigh is not None:
+                self.weight -= self._weigh(value)
+            return value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self.weight = 0
 
     def __len__(self) -> int:
         return len(self._items)

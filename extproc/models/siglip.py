@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.lru import LruCache
+from extproc.models.lru import LruCache, rows_through_cache
 from extproc.models.preprocess import PixelInputs, PreprocessConfig, PreprocessConfigError, Preprocessor, stack
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ POOLING_HEAD_TENSORS = (
     "head.mlp.fc2.weight",
 )
 TOKENIZER_FILES = ("tokenizer.json", "spiece.model", "tokenizer.model")
+# Label prompts embedded (the policy's image labels, a few each): far more than a policy holds,
+# so a reload's new prompts never push out the ones in use.
+TEXT_CACHE_SIZE = 4096
 
 
 class CheckpointError(RuntimeError):
@@ -181,8 +184,7 @@ class VisionEncoder:
         self.logit_bias = float(model.logit_bias.detach().float().item())
         self.embed_dim = int(model.text_model.head.out_features)
         self.image_cache: LruCache[Embeddings] = LruCache(cache_size)
-        self._text_cache: dict[tuple[str, str], Embeddings] = {}
-        self._text_lock = threading.Lock()
+        self.text_cache: LruCache[Embeddings] = LruCache(TEXT_CACHE_SIZE)  # one encoder: one model's prompts
         self._infer_lock = threading.Lock()
 
     @classmethod
@@ -292,35 +294,35 @@ class VisionEncoder:
     # -- text -------------------------------------------------------------------------------
 
     def embed_texts(self, texts: Iterable[str], *, batch_size: int = 32) -> Embeddings:
-        """L2-normalised text embeddings; each prompt is computed once per model and cached."""
+        """L2-normalised text embeddings; each prompt is computed once (while the cache holds it)."""
+        return rows_through_cache(
+            self.text_cache, list(texts), self.embed_dim, lambda todo: self._encode_texts(todo, batch_size)
+        )
+
+    def _encode_texts(self, texts: list[str], batch_size: int) -> Embeddings:
         import torch
 
-        texts = list(texts)
-        with self._text_lock:
-            todo = list(dict.fromkeys(t for t in texts if (self.model_id, t) not in self._text_cache))
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start : start + batch_size]
+        chunks: list[Embeddings] = []
+        for start in range(0, len(texts), batch_size):
             encoded = self.tokenizer(
-                chunk, padding="max_length", max_length=self.text_length, truncation=True, return_tensors="pt"
+                texts[start : start + batch_size],
+                padding="max_length",
+                max_length=self.text_length,
+                truncation=True,
+                return_tensors="pt",
             )
             inputs = {k: v for k, v in encoded.items() if k in ("input_ids", "attention_mask")}
             with self._infer_lock, torch.inference_mode():
                 pooled = self.model.text_model(**inputs).pooler_output
-            vectors = _normalise(pooled.float().numpy())
-            with self._text_lock:
-                for text, vector in zip(chunk, vectors, strict=True):
-                    self._text_cache[(self.model_id, text)] = vector
-        if not texts:
-            return np.zeros((0, self.embed_dim), dtype=np.float32)
-        with self._text_lock:
-            return np.stack([self._text_cache[(self.model_id, t)] for t in texts])
+            chunks.append(_normalise(pooled.float().numpy()))
+        return np.concatenate(chunks)
 
     def caches(self) -> dict[str, LruCache[Embeddings]]:
         return {"embeddings": self.image_cache}
 
     @property
     def text_cache_size(self) -> int:
-        return len(self._text_cache)
+        return len(self.text_cache)
 
     # -- scores -----------------------------------------------------------------------------
 

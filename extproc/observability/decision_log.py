@@ -1,7 +1,8 @@
 """The decision log: one JSON line per routed request, written by a background thread.
 
-The request path only takes a snapshot (references to the outcome's frozen signal results
-and a few scalars) and appends it to a bounded queue under a lock; serialisation, hashing
+The request path only takes a snapshot (the outcome's decision row, `row.DecisionRow`, which
+holds references to its frozen signal results and a few scalars, and the scalars the record keeps
+of the request) and appends it to a bounded queue under a lock; serialisation, hashing
 and file I/O happen on the writer thread, every `flush_interval_s`. When the queue is full
 (by count, or by the bytes it holds) new records are dropped and counted, never waited for.
 
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
+from extproc.observability.row import DecisionRow
 from extproc.protocol.request import estimate_tokens
 from extproc.settings import DecisionLogSettings
 
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from extproc.outcome import RoutingOutcome
     from extproc.policy.load import CompiledPolicy
     from extproc.protocol.request import TextSegment
-    from extproc.signals.base import SignalResult, SignalSpecBase
+    from extproc.signals.base import SignalSpecBase
 
 log = logging.getLogger(__name__)
 
@@ -126,20 +128,10 @@ MAX_FIELD_CHARS = 200  # client-chosen strings kept in a record (the requested m
 
 @dataclass(slots=True)
 class _Entry:
-    """What the request path hands the writer: references and scalars, nothing serialised."""
+    """What the request path hands the writer: the decision row and what the log keeps of the
+    request (references and scalars), nothing serialised."""
 
-    t: float
-    request_id: str | None
-    path: str
-    policy: str
-    decision: str | None
-    action: str
-    model: str | None
-    status: int
-    error: str | None
-    signals: list[SignalResult]
-    timings: dict[str, float]
-    extproc_ms: float | None
+    row: DecisionRow
     body: bytes | None
     held: int
     # what the parsed request was; the defaults are a request that could not be parsed
@@ -151,9 +143,6 @@ class _Entry:
     remote_images: int = 0
     tools: int = 0
     turns: int = 0
-    overload: str | None = None  # shed / fail_safe, when overload decided the request
-    cache: str | None = None  # state[:reason] of the semantic cache, when the decision caches
-    reasoning: str | None = None  # the x-vsr-reasoning value, when the route sets reasoning
 
 
 class DecisionLog:
@@ -240,29 +229,15 @@ class DecisionLog:
         path: str,
         body: bytes | None = None,
         extproc_ms: float | None = None,
+        row: DecisionRow | None = None,
     ) -> bool:
-        """Queue one record; False (and counted) when the queue is full."""
+        """Queue one record; False (and counted) when the queue is full. `row` is the outcome's
+        decision row when the caller has built it already (the observer, for all its writers)."""
+        if row is None:
+            row = DecisionRow.of(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms)
         request = outcome.request
-        model = outcome.model
-        error = outcome.error
         captured = body if self.capture and body is not None and len(body) <= self.settings.capture_max_bytes else None
-        entry = _Entry(
-            t=time.time(),
-            request_id=request_id,
-            path=path,
-            policy=outcome.policy_version,
-            decision=outcome.decision,
-            action=outcome.action,
-            model=model.name if model is not None and request is not None else None,
-            status=outcome.status,
-            error=error.code if error is not None else None,
-            signals=outcome.signals,
-            timings=outcome.timings_ms,
-            extproc_ms=extproc_ms,
-            body=captured,
-            held=len(captured) if captured is not None else 0,
-            reasoning=outcome.reasoning,
-        )
+        entry = _Entry(row=row, body=captured, held=len(captured) if captured is not None else 0)
         if request is not None:
             entry.api, entry.requested_model, entry.stream = request.api.value, request.model, request.stream
             entry.texts = request.texts
@@ -273,11 +248,6 @@ class DecisionLog:
                 # the queued texts, estimated by the body's size (image bytes are not held)
                 entry.held += len(body)
         held = entry.held
-        if outcome.result.shed or outcome.result.fail_safe:
-            entry.overload = "shed" if outcome.result.shed else "fail_safe"
-        if outcome.cache is not None:
-            reason = outcome.cache.get("reason")
-            entry.cache = f"{outcome.cache['state']}:{reason}" if reason else str(outcome.cache["state"])
         with self._lock:
             if self._closed or len(self._pending) >= self.settings.queue_size or self._held + held > QUEUE_BYTES_BUDGET:
                 self.dropped += 1
@@ -314,9 +284,10 @@ class DecisionLog:
         lines: list[tuple[str, str]] = []  # (policy version, line)
         for entry in batch:
             try:
-                lines.append((entry.policy, json.dumps(self._record(entry), ensure_ascii=False, separators=(",", ":"))))
+                policy = entry.row.policy or ""
+                lines.append((policy, json.dumps(self._record(entry), ensure_ascii=False, separators=(",", ":"))))
             except Exception:  # a record must never take the writer down
-                log.exception("decision log: could not serialise a record", extra={"request_id": entry.request_id})
+                log.exception("decision log: could not serialise a record", extra={"request_id": entry.row.request_id})
                 self.write_errors += 1
         try:
             for policy, line in lines:
@@ -396,9 +367,10 @@ class DecisionLog:
                 "tools": e.tools,
                 "turns": e.turns,
             }
+        row = e.row
         signals: dict[str, SignalRecord] = {}
         capture = self.capture
-        for s in e.signals:
+        for s in row.signals:
             # Defaults are left out (score 0, no labels above 0, no error): the engine reads them the same way.
             item: SignalRecord = {"status": s.status.value, "latency_ms": round(s.latency_ms, 3)}
             if s.score:
@@ -412,31 +384,31 @@ class DecisionLog:
             if capture and s.evidence:
                 item["evidence"] = list(s.evidence)
             signals[s.name] = item
-        timings = {k: round(v, 3) for k, v in e.timings.items()}
-        if e.extproc_ms is not None:
-            timings["extproc"] = round(e.extproc_ms, 3)
+        timings = {k: round(v, 3) for k, v in row.timings_ms.items()}
+        if row.extproc_ms is not None:
+            timings["extproc"] = round(row.extproc_ms, 3)
         record: RequestRecord = {
             "kind": "request",
             "v": RECORD_VERSION,
-            "ts": _iso(e.t),
-            "request_id": e.request_id,
-            "path": e.path,
-            "policy": e.policy,
-            "decision": e.decision,
-            "action": e.action,
-            "model": e.model,
-            "status": e.status,
-            "error": e.error,
+            "ts": _iso(row.ts),
+            "request_id": row.request_id,
+            "path": row.path,
+            "policy": row.policy or "",
+            "decision": row.decision,
+            "action": row.action,
+            "model": row.model,
+            "status": row.status,
+            "error": row.error,
             "request": request,
             "signals": signals,
             "timings_ms": timings,
         }
-        if e.overload is not None:
-            record["overload"] = e.overload
-        if e.reasoning is not None:
-            record["reasoning"] = e.reasoning
-        if e.cache is not None:
-            record["cache"] = e.cache
+        if row.overload is not None:
+            record["overload"] = row.overload
+        if row.reasoning is not None:
+            record["reasoning"] = row.reasoning
+        if row.cache is not None:
+            record["cache"] = row.cache
         if e.body is not None:
             try:
                 record["body"] = e.body.decode("utf-8")

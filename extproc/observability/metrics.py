@@ -27,6 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
 from extproc.models.lru import CachingModel
+from extproc.observability.row import DecisionRow
 
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
@@ -122,19 +123,20 @@ class Metrics:
         self.registry.register(self)
 
     # -- the request path ----------------------------------------------------------------------
-    def record_outcome(self, outcome: RoutingOutcome) -> None:
-        """Count one routed (or refused) request: decision, model, outcome, signals, latencies, images."""
-        model = outcome.model
-        key = (outcome.decision or "none", model.name if model is not None else "none", outcome.action)
+    def record_outcome(self, outcome: RoutingOutcome, row: DecisionRow | None = None) -> None:
+        """Count one routed (or refused) request: decision, model, outcome, signals, latencies, images.
+        The labels are the decision row's (`row` when the caller has built it already)."""
+        if row is None:
+            row = DecisionRow.of(outcome)
+        decision = row.decision or "none"
+        key = (decision, row.model or "none", row.action)
         requests = self.requests
         requests[key] = requests.get(key, 0) + 1
-        error = outcome.error
-        if error is not None:
-            self.request_errors[error.code] = self.request_errors.get(error.code, 0) + 1
-        result = outcome.result
-        if result.shed or result.fail_safe:
-            counts = self.shed if result.shed else self.fail_safe
-            name = (outcome.decision or "none").removeprefix("overloaded:")
+        if row.error is not None:
+            self.request_errors[row.error] = self.request_errors.get(row.error, 0) + 1
+        if row.overload is not None:
+            counts = self.shed if row.overload == "shed" else self.fail_safe
+            name = decision.removeprefix("overloaded:")
             counts[name] = counts.get(name, 0) + 1
         latency = self.signal_latency
         results = self.signal_results

@@ -14,6 +14,7 @@ import logging
 from extproc.observability.decision_log import DecisionLog
 from extproc.observability.metrics import Metrics
 from extproc.observability.recent import RecentDecisions
+from extproc.observability.row import DecisionRow
 from extproc.outcome import RoutingOutcome
 
 # The x-request-id of the request being handled (set by the servicer); log records get it.
@@ -44,12 +45,13 @@ class Observer:
         body: bytes | None = None,
         extproc_ms: float | None = None,
     ) -> None:
+        row = DecisionRow.of(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms)  # once, for all
         if self.metrics is not None:
-            self.metrics.record_outcome(outcome)
+            self.metrics.record_outcome(outcome, row)
         if self.decision_log is not None:
-            self.decision_log.submit(outcome, request_id=request_id, path=path, body=body, extproc_ms=extproc_ms)
+            self.decision_log.submit(outcome, request_id=request_id, path=path, body=body, row=row)
         if self.recent is not None:  # never the body: the console's ring is content-free
-            self.recent.record(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms)
+            self.recent.record_row(row)
 
     def failure(self, kind: str, *, request_id: str | None, path: str) -> None:
         if self.metrics is not None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from extproc.observability.metrics import LATENCY_BUCKETS
+from extproc.observability.row import DecisionRow
 
 if TYPE_CHECKING:
     from extproc.outcome import RoutingOutcome
@@ -59,6 +60,28 @@ class RecentDecision:
     def matched(self) -> list[str]:
         return [name for name, status, _ in self.signals if status == "matched"]
 
+    @classmethod
+    def of(cls, seq: int, row: DecisionRow) -> RecentDecision:
+        """The console's record of a decision row: its content-free part (each signal's name,
+        status and score, never its evidence), with the ids from the wire cut."""
+        return cls(
+            seq=seq,
+            ts=row.ts,
+            request_id=_cut(row.request_id),
+            path=_cut(row.path) or "",
+            policy=row.policy,
+            decision=row.decision,
+            action=row.action,
+            model=row.model,
+            status=row.status,
+            signals=tuple((s.name, s.status.value, s.score) for s in row.signals),
+            latency_ms=row.latency_ms,
+            extproc_ms=row.extproc_ms,
+            overload=row.overload,
+            error_code=row.error,
+            conversation=row.conversation,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "seq": self.seq,
@@ -78,13 +101,6 @@ class RecentDecision:
             "error": self.error_code,
             "conversation": self.conversation,
         }
-
-
-def _conversation(part: dict[str, Any] | None) -> dict[str, str | None] | None:
-    """The ring's copy of a request's conversation part: names only (never a key's value)."""
-    if not part:
-        return None
-    return {name: part.get(name) for name in ("state", "key", "remembered_model", "reason")}
 
 
 def _cut(value: str | None) -> str | None:
@@ -118,29 +134,25 @@ class RecentDecisions:
     def record(
         self, outcome: RoutingOutcome, *, request_id: str | None, path: str, extproc_ms: float | None = None
     ) -> None:
-        result = outcome.result
-        model = result.model
-        error = result.error
+        """Keep one decided request (the observer, which has built its row already, calls `record_row`)."""
+        self.record_row(DecisionRow.of(outcome, request_id=request_id, path=path, extproc_ms=extproc_ms))
+
+    def record_failure(self, kind: str, *, request_id: str | None, path: str) -> None:
+        """A request the router could not answer (`not_ready`: 503, `internal_error`: 500)."""
+        self.record_row(DecisionRow.failure(kind, request_id=request_id, path=path))
+
+    def record_row(self, row: DecisionRow) -> None:
         self._seq += 1
-        self._ring.append(
-            RecentDecision(
-                seq=self._seq,
-                ts=time.time(),
-                request_id=_cut(request_id),
-                path=_cut(path) or "",
-                policy=outcome.policy_version,
-                decision=result.decision,
-                action=result.action,
-                model=model.name if model is not None else None,
-                status=result.status,
-                signals=tuple((s.name, s.status.value, s.score) for s in outcome.signals),
-                latency_ms=outcome.timings_ms.get("total"),
-                extproc_ms=extproc_ms,
-                overload="shed" if result.shed else "fail_safe" if result.fail_safe else None,
-                error_code=error.code if error is not None else None,
-                conversation=_conversation(outcome.conversation),
-            )
-        )
+        self._ring.append(RecentDecision.of(self._seq, row))
+
+    # -- readers ------------------------------------------------------------------------------
+    def since(self, after: int = 0, limit: int | None = None) -> list[RecentDecision]:
+        """Records numbered above `after`, oldest first; with `limit`, the newest `limit` of them."""
+        skip = max(0, after - self.first_seq + 1)
+        records = list(itertools.islice(self._ring, skip, None)) if skip < len(self._ring) else []
+        if limit is not None and len(records) > limit:
+            records = records[len(records) - limit :]
+        return records
 
     def conversations(self, limit: int) -> list[RecentDecision]:
         """The last `limit` records that looked up a conversation, oldest first."""
@@ -151,37 +163,6 @@ class RecentDecisions:
                 if len(found) == limit:
                     break
         return found[::-1]
-
-    def record_failure(self, kind: str, *, request_id: str | None, path: str) -> None:
-        """A request the router could not answer (`not_ready`: 503, `internal_error`: 500)."""
-        self._seq += 1
-        self._ring.append(
-            RecentDecision(
-                seq=self._seq,
-                ts=time.time(),
-                request_id=_cut(request_id),
-                path=_cut(path) or "",
-                policy=None,
-                decision=None,
-                action=kind,
-                model=None,
-                status=503 if kind == "not_ready" else 500,
-                signals=(),
-                latency_ms=None,
-                extproc_ms=None,
-                overload=None,
-                error_code=kind,
-            )
-        )
-
-    # -- readers ------------------------------------------------------------------------------
-    def since(self, after: int = 0, limit: int | None = None) -> list[RecentDecision]:
-        """Records numbered above `after`, oldest first; with `limit`, the newest `limit` of them."""
-        skip = max(0, after - self.first_seq + 1)
-        records = list(itertools.islice(self._ring, skip, None)) if skip < len(self._ring) else []
-        if limit is not None and len(records) > limit:
-            records = records[len(records) - limit :]
-        return records
 
     def window(self) -> dict[str, Any]:
         """Per-decision counts and latency over the records held: the console's bars."""

@@ -32,6 +32,8 @@ from extproc.observability.decision_log import (
     record_body,
     signal_spec_hash,
 )
+from extproc.observability.row import DecisionRow
+from extproc.outcome import RoutingOutcome
 from extproc.policy.engine import decide
 from extproc.policy.load import CompiledPolicy
 from extproc.protocol.request import ApiKind, RoutingRequest
@@ -187,7 +189,7 @@ async def replay(
         if record["kind"] == "policy":
             headers[str(record.get("version"))] = record
             continue
-        before: Key = (_s(record.get("decision")), _s(record.get("model")), _s(record.get("action")))
+        before: Key = (_s(record.get("decision")), _s(record.get("model")), _s(record.get("action")))  # as logged
         report.logged_versions[str(record.get("policy"))] += 1
         request_id = record.get("request_id")
         body = record_body(record) if use_bodies else None
@@ -198,7 +200,7 @@ async def replay(
             continue
         if body is not None:
             outcome = await router.route(body, path=str(record.get("path") or "/v1/chat/completions"))
-            after: Key = (_s(outcome.decision), _s(outcome.model.name if outcome.model else None), outcome.action)
+            after = _key(DecisionRow.of(outcome))
             report.add(before, after, request_id, "body")
             continue
         logged: dict[str, Any] = dict(record.get("signals") or {})
@@ -220,8 +222,7 @@ async def replay(
         summary = record.get("request")
         assert summary is not None  # records without one were kept as logged above
         decided = decide(policy, stub_request(summary), results, missing="unknown")
-        model = decided.model.name if decided.model is not None else None
-        report.add(before, (_s(decided.decision), _s(model), decided.action), request_id, "results")
+        report.add(before, _key(DecisionRow.of(RoutingOutcome(decided, policy.version))), request_id, "results")
     return report
 
 
@@ -256,6 +257,11 @@ def _result(name: str, data: dict[str, Any]) -> SignalResult:
         latency_ms=float(data.get("latency_ms") or 0.0),
         error=data.get("error"),
     )
+
+
+def _key(row: DecisionRow) -> Key:
+    """A transition's side: the decision row's fields, as the log writes them."""
+    return (_s(row.decision), _s(row.model), row.action)
 
 
 def _s(value: Any) -> str:

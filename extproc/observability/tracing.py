@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from extproc.observability.row import DecisionRow
 from extproc.outcome import RoutingOutcome
 from extproc.policy.conditions import Tri
 
@@ -259,23 +260,22 @@ def _stream_attributes(stream: StreamTrace, path: str, request_id: str | None) -
 
 
 def _outcome_attributes(outcome: RoutingOutcome) -> Attributes:
-    model = outcome.model
+    row = DecisionRow.of(outcome)  # the facts the log and the console write, under span names
     attributes: Attributes = {
         "vsr.policy_version": outcome.policy_version,
-        "vsr.action": outcome.action,
-        "vsr.decision": outcome.decision or "none",
-        "vsr.status": outcome.status,
-        "vsr.model": model.name if model is not None else "none",
-        "vsr.signals.matched": outcome.matched_signals(),
+        "vsr.action": row.action,
+        "vsr.decision": row.decision or "none",
+        "vsr.status": row.status,
+        "vsr.model": row.model or "none",
+        "vsr.signals.matched": row.matched,
     }
-    if model is not None:
-        attributes["vsr.cluster"] = model.cluster
-    code = outcome.code or (outcome.error.code if outcome.error is not None else None)
+    if outcome.model is not None:
+        attributes["vsr.cluster"] = outcome.model.cluster
+    code = outcome.code or row.error  # a reject's code too (e.g. overloaded), not only an error's
     if code:
         attributes["vsr.error_code"] = code
-    for flag in ("fail_safe", "shed"):  # overload facts, where the engine reports them
-        if getattr(outcome.result, flag, False):
-            attributes[f"vsr.{flag}"] = True
+    if row.overload is not None:  # vsr.shed or vsr.fail_safe
+        attributes[f"vsr.{row.overload}"] = True
     return attributes
 
 

