@@ -12,8 +12,11 @@ from typing import Any
 
 from extproc.cache.service import explained
 from extproc.cli.common import load_settings, router_or_report
+from extproc.conversations.service import explained as conversation_explained
+from extproc.conversations.service import store_backend
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
+from extproc.settings import Settings
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,12 +36,12 @@ def run(args: argparse.Namespace) -> int:
     if router is None:
         return 1
     try:
-        return asyncio.run(_explain_all(router, args))
+        return asyncio.run(_explain_all(router, args, settings))
     finally:
         router.close()
 
 
-async def _explain_all(router: Router, args: argparse.Namespace) -> int:
+async def _explain_all(router: Router, args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for name in args.requests:
         try:
@@ -50,6 +53,7 @@ async def _explain_all(router: Router, args: argparse.Namespace) -> int:
         # Without --path the parser tells the API from the body (messages / input / prompt).
         outcome = await router.route(body, path=args.path or "")
         outcome.cache = explained(outcome, router.policy.spec)
+        outcome.conversation = conversation_explained(outcome, router.policy.spec, store_backend(settings))
         if outcome.action == "error" and outcome.request is None:
             # The file is not a request the router can read (bad JSON, wrong shape): a failed run,
             # though the answer Envoy would send for it (a 400) is still shown.
@@ -99,6 +103,11 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
             f"  cache: {data['decision']} caches answers (similarity {cache['similarity']}, ttl {cache['ttl_s']} s, "
             f"{scope}); explain does not look up"
         )
+    conversation = data.get("conversation")
+    if conversation and (conversation["key"] or not conversation["sticky"]):
+        keeps = "keeps it on the model that served it" if conversation["sticky"] else "moves it to its own model"
+        key = f"{conversation['key']} key" if conversation["key"] else "no key in this request"
+        lines.append(f"  conversation: {key}; {data['decision']} {keeps}; explain does not look up")
     for note in data["trace"]["notes"]:
         lines.append(f"  note: {note}")
     lines.append(f"  timings: {data['trace']['timings_ms']}")

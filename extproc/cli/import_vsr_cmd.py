@@ -96,11 +96,12 @@ def _explain(args: argparse.Namespace, text: str) -> int:
         path = args.output or Path(tmp) / "imported.yaml"
         if not args.output:
             path.write_text(text, encoding="utf-8")
-        router = router_or_report(load_settings(args).model_copy(update={"policy_path": path}))
+        settings = load_settings(args).model_copy(update={"policy_path": path})
+        router = router_or_report(settings)
         if router is None:
             return 1
         try:
             ns = argparse.Namespace(requests=args.explain, json=args.json, path=None)
-            return asyncio.run(explain._explain_all(router, ns))
+            return asyncio.run(explain._explain_all(router, ns, settings))
         finally:
             router.close()

@@ -296,10 +296,38 @@ class AnswerLearner:
         self._body = bytearray()
 
 
+def store_backend(settings: Any) -> str | None:
+    """The store the settings' `conversations` section names (None: conversations off)."""
+    conf = settings.conversations
+    return str(conf.backend) if conf.enabled else None
+
+
+def explained(outcome: RoutingOutcome, policy: Policy, store: str | None) -> dict[str, Any] | None:
+    """The conversation part for `explain`: which keys the request carries, whether the decision
+    keeps a conversation on its model, and the server's store (`store_backend`; None: off); no
+    lookup (explain has no tenant, nor the client's headers, so no session key). None when the
+    policy keeps no conversations or the request is not routed."""
+    spec = policy.conversations
+    request = outcome.request
+    if not spec.enabled or outcome.action != "route" or request is None:
+        return None
+    previous = request.raw.get("previous_response_id") if request.api is ApiKind.RESPONSES else None
+    return {
+        "state": "not_looked_up",
+        "reason": "explain has no tenant",
+        "key": "previous_response" if isinstance(previous, str) and previous else None,
+        "session_header": spec.session_header,
+        "sticky": policy.sticky(outcome.decision),
+        "learns": request.api is ApiKind.RESPONSES and request.raw.get("store") is not False,
+        "ttl_s": spec.ttl_s,
+        "store": store,
+    }
+
+
 def build_conversations(settings: Any) -> Conversations | None:
     """The service for the settings' `conversations` section (None when off)."""
     conf = settings.conversations
-    if not conf.enabled:
+    if store_backend(settings) is None:
         return None
     store: ConversationStore
     if conf.backend == "redis":

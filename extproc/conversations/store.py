@@ -28,6 +28,10 @@ class ConversationStore(Protocol):
 
     async def put(self, key: str, model: str, ttl_s: int) -> None: ...
 
+    def entries(self) -> int | None:
+        """How many conversations it holds now (None: not counted, as for a shared Redis)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -61,6 +65,11 @@ class MemoryStore:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def entries(self) -> int:
+        """The entries not yet expired (expired ones are dropped when next touched)."""
+        now = self.clock()
+        return sum(1 for _, expires in self._entries.values() if expires > now)
 
     async def close(self) -> None:
         self._entries.clear()
@@ -97,6 +106,10 @@ class RedisStore:
             await asyncio.wait_for(self._client.set(self.prefix + key, model, ex=ttl_s), self.timeout_s * 2)
         except Exception as exc:
             self._failed("put", exc)
+
+    def entries(self) -> None:
+        """Not counted: the Redis may hold other keys, and counting ours would walk them all (SCAN)."""
+        return None
 
     def _failed(self, operation: str, exc: BaseException) -> None:
         self.errors[operation] += 1

@@ -52,7 +52,9 @@ class RecentDecision:
     extproc_ms: float | None  # the whole ext_proc exchange up to the decision
     overload: str | None  # "shed" or "fail_safe"
     error_code: str | None
-    conversation: str | None = None  # the conversation store's part: new / followed / same / moved
+    # the conversation store's part: state (new / followed / same / moved), the key that found it
+    # (previous_response / session), the model it remembered, and why it was not followed
+    conversation: dict[str, str | None] | None = None
 
     @property
     def matched(self) -> list[str]:
@@ -151,6 +153,16 @@ class RecentDecisions:
         if limit is not None and len(records) > limit:
             records = records[len(records) - limit :]
         return records
+
+    def conversations(self, limit: int) -> list[RecentDecision]:
+        """The last `limit` records that looked up a conversation, oldest first."""
+        found: list[RecentDecision] = []
+        for record in reversed(self._ring):
+            if record.conversation is not None:
+                found.append(record)
+                if len(found) == limit:
+                    break
+        return found[::-1]
 
     def window(self) -> dict[str, Any]:
         """Per-decision counts and latency over the records held: the console's bars."""

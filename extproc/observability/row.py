@@ -41,7 +41,9 @@ class DecisionRow:
     overload: str | None = None  # "shed" (answered 429) or "fail_safe" (routed fail-safe)
     cache: str | None = None  # the semantic cache: hit, miss or bypass, with why ("bypass:no-cache")
     reasoning: str | None = None  # what the upstream was told about thinking (x-vsr-reasoning)
-    conversation: str | None = None  # the conversation store's part: new / followed / same / moved
+    # the conversation store's part: state (new / followed / same / moved), the key kind that found
+    # it (previous_response / session), the model it remembered, why it was not kept; never a key
+    conversation: dict[str, str | None] | None = None
 
     @classmethod
     def of(
@@ -78,7 +80,7 @@ class DecisionRow:
             overload=outcome.overload,
             cache=cache_state,
             reasoning=outcome.reasoning,
-            conversation=conversation.get("state") if conversation else None,
+            conversation=conversation_part(conversation),
         )
 
     @classmethod
@@ -104,3 +106,13 @@ class DecisionRow:
     @property
     def matched(self) -> list[str]:
         return [s.name for s in self.signals if s.matched]
+
+
+def conversation_part(part: Mapping[str, object] | None) -> dict[str, str | None] | None:
+    """A request's conversation lookup (`ConversationLookup.to_dict`) as the row keeps it: names only."""
+    if not part:
+        return None
+    return {name: None if part.get(name) is None else str(part.get(name)) for name in _CONVERSATION_FACTS}
+
+
+_CONVERSATION_FACTS = ("state", "key", "remembered_model", "reason")

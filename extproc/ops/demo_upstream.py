@@ -16,6 +16,12 @@ streamed as a vLLM server streams it (tool-call arguments in several fragments);
 Responses API returns a `message` item for the content and a `function_call` item per tool
 call, streamed with the `response.*` events. A header that does not decode gets a 400 with
 error code `bad_demo_reply`.
+
+A request may also script a failure: `x-demo-error: STATUS [FORM]` answers STATUS with
+OpenAI's `{"error": {...}}` JSON (FORM `json`, the default), with a plain-text body (`text`),
+or, for a streamed request, with a 200 stream that sends a few chunks and then a vLLM-style
+error chunk carrying STATUS as its code (`mid-stream`); `reset` closes the connection without
+an answer (a crashed server: Envoy answers 503 itself). A value that does not parse is a 400.
 """
 
 from __future__ import annotations
@@ -44,9 +50,14 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     413: "Payload Too Large",
+    429: "Too Many Requests",
     500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
 }
 DEMO_REPLY_HEADER = "x-demo-reply"
+DEMO_ERROR_HEADER = "x-demo-error"
+_ERROR_FORMS = ("json", "text", "mid-stream", "reset")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +151,17 @@ class _Reply:
     @property
     def text(self) -> str:
         return self.content or ""
+
+
+def parse_demo_error(value: str) -> tuple[int, str]:
+    """An `x-demo-error` header value as (status, form); `ValueError` says what is wrong with it."""
+    parts = value.split()
+    if not parts or len(parts) > 2 or not parts[0].isdigit() or not 400 <= int(parts[0]) <= 599:
+        raise ValueError(f"{DEMO_ERROR_HEADER} must be `STATUS [FORM]` with a 4xx/5xx STATUS, not {value!r}")
+    form = parts[1] if len(parts) == 2 else "json"
+    if form not in _ERROR_FORMS:
+        raise ValueError(f"{DEMO_ERROR_HEADER}: FORM must be one of {', '.join(_ERROR_FORMS)}, not {form!r}")
+    return int(parts[0]), form
 
 
 def encode_demo_reply(message: dict[str, Any]) -> str:
@@ -316,6 +338,9 @@ class DemoServer:
             await self._send_json(writer, upstream, 400, _error(f"invalid JSON body: {exc}"), "", close)
             return
         model = str(payload.get("model") or "")
+        if DEMO_ERROR_HEADER in request.headers:
+            await self._fail(upstream, request.headers[DEMO_ERROR_HEADER], payload, model, writer, close)
+            return
         scripted = request.headers.get(DEMO_REPLY_HEADER)
         if scripted is not None:
             try:
@@ -466,6 +491,38 @@ class DemoServer:
             await self._send_sse(writer, upstream, model, _messages_frames(body), close)
             return
         await self._send_json(writer, upstream, 200, body, model, close)
+
+    async def _fail(
+        self, upstream: DemoUpstream, value: str, payload: dict[str, Any], model: str, writer: Any, close: bool
+    ) -> None:
+        """The failure `x-demo-error` scripted (see the module docstring)."""
+        try:
+            status, form = parse_demo_error(value)
+        except ValueError as exc:
+            await self._send_json(writer, upstream, 400, _error(str(exc), "bad_demo_error"), model, close)
+            return
+        message = f"demo upstream {upstream.cluster} failed with {status} as scripted"
+        if form == "reset":
+            raise ConnectionResetError("x-demo-error: reset")  # serve_connection closes the socket
+        if form == "mid-stream" and payload.get("stream"):
+            chunk = {"id": "chatcmpl-demo-error", "object": "chat.completion.chunk", "model": model, "choices": []}
+            frames = _chat_frames(
+                [
+                    {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+                    {**chunk, "choices": [{"index": 0, "delta": {"content": "The answer starts "}}]},
+                    {"error": {"message": message, "type": "InternalServerError", "code": status}},
+                ]
+            )
+            await self._send_sse(writer, upstream, model, frames, close)
+        elif form == "text":
+            data = f"{message} (plain text)\n".encode()
+            headers = {**self._headers(upstream, model, "text/plain"), "content-length": str(len(data))}
+            if close:
+                headers["connection"] = "close"
+            writer.write(_head(status, headers) + data)
+            await writer.drain()
+        else:
+            await self._send_json(writer, upstream, status, _error(message, f"demo_{status}"), model, close)
 
     def _headers(self, upstream: DemoUpstream, model: str, content_type: str) -> dict[str, str]:
         return {"content-type": content_type, "x-demo-upstream": upstream.cluster, "x-demo-model": model or "-"}

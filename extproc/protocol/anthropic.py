@@ -44,6 +44,7 @@ _ERROR_TYPES = {
     413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
+    503: "overloaded_error",  # not one of Anthropic's own; what an OpenAI server answers when it is overloaded
     529: "overloaded_error",
 }
 

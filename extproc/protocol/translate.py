@@ -270,6 +270,15 @@ def chat_error_to_anthropic(status: int, body: bytes) -> bytes:
     return dumps(anthropic.error_body(status, message))
 
 
+def stream_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A mid-stream error chunk's `error` as the data of Anthropic's `error` event; its type from
+    the status the chunk carries as `code` (vLLM's), else a server error."""
+    code = error.get("code")
+    status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+    message = str(error.get("message") or "upstream error")
+    return {"error": anthropic.error_body(status, message)["error"]}
+
+
 @dataclass(slots=True)
 class ChatToMessagesStream:
     """Chat Completions SSE in, Messages SSE out, event by event. Feed it the upstream's bytes
@@ -318,8 +327,7 @@ class ChatToMessagesStream:
             return
         if isinstance(doc.get("error"), dict):  # vLLM reports a failure mid-stream as an error chunk
             self._close_block(out)
-            message = str(doc["error"].get("message") or "upstream error")
-            out.append(anthropic.sse_event("error", {"error": {"type": "api_error", "message": message}}))
+            out.append(anthropic.sse_event("error", stream_error(doc["error"])))
             self._finished = True
             return
         self.model = str(doc.get("model") or self.model)

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from extproc.cache.service import explained
+from extproc.conversations.service import explained as conversation_explained
+from extproc.conversations.service import store_backend
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
 from extproc.settings import SettingsError, is_loopback_host
 
@@ -256,6 +258,7 @@ class AdminServer:
         path = query.get("path", [""])[0]  # empty: the parser tells the API from the body
         outcome = await router.route(body, path=path, request_id=headers.get("x-request-id"))
         outcome.cache = explained(outcome, router.policy.spec)
+        outcome.conversation = conversation_explained(outcome, router.policy.spec, store_backend(self.target.settings))
         return json_response(200, outcome.to_dict())
 
     async def _policy(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:

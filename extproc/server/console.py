@@ -7,6 +7,9 @@
     GET /v1/console/stats             counts per decision and latency histograms: over the ring
                                       (`window`) and since start from the Prometheus metrics (`since_start`)
     GET /v1/console/policy            the active policy as a tree: decisions by priority, their rule trees
+    GET /v1/console/conversations     the conversation store: its backend, entries, lookups by outcome,
+                                      what answers taught it, the policy's part, and the ring's recent
+                                      conversation lookups (names only: never a key, a session or an id)
 
 The page itself posts to `/v1/explain` for its explain form. The `/v1/console/*` endpoints go through
 the admin server's one auth check like every other; only the static files are public. With a token
@@ -24,9 +27,11 @@ from extproc.policy.conditions import All, Any_, Condition, Leaf, Not
 from extproc.server.admin import Handler, Response, json_response
 
 if TYPE_CHECKING:
+    from extproc.conversations.service import Conversations
     from extproc.observability.metrics import Metrics
     from extproc.observability.recent import RecentDecisions
     from extproc.policy.load import CompiledPolicy
+    from extproc.policy.schema import Policy
     from extproc.server.app import ExtProcServer
 
 STATIC_DIR = Path(__file__).resolve().parent / "console"
@@ -87,6 +92,7 @@ class Console:
         routes[("GET", "/v1/console/recent")] = self._recent
         routes[("GET", "/v1/console/stats")] = self._stats
         routes[("GET", "/v1/console/policy")] = self._policy
+        routes[("GET", "/v1/console/conversations")] = self._conversations
         return routes
 
     def _policy_version(self) -> str | None:
@@ -151,6 +157,56 @@ class Console:
         if router is None:
             return _error(503, "no policy loaded yet")
         return json_response(200, policy_tree(router.policy))
+
+    async def _conversations(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        router = self.target.live_router
+        spec = router.policy.spec if router is not None else None
+        recent = self.recent.conversations(RECENT_CONVERSATIONS) if self.recent is not None else []
+        return json_response(
+            200,
+            {
+                "policy": None if spec is None else conversation_policy(spec),
+                **conversation_store(self.target.service.conversations),
+                "recent": [r.to_dict() for r in recent],
+            },
+        )
+
+
+RECENT_CONVERSATIONS = 20  # the ring's last records with a conversation part, on the conversations panel
+
+
+def conversation_policy(spec: Policy) -> dict[str, Any]:
+    """The policy's conversations section, with the decisions that move a conversation (`sticky: false`)."""
+    conf = spec.conversations
+    names = [d.name for d in spec.decisions] + [spec.default.name]
+    return {
+        "enabled": conf.enabled,
+        "session_header": conf.session_header,
+        "ttl_s": conf.ttl_s,
+        "not_sticky": [name for name in names if not spec.sticky(name)],
+    }
+
+
+def conversation_store(conversations: Conversations | None) -> dict[str, Any]:
+    """The store's figures since start (this process): lookups by outcome and reason, what it learned."""
+    if conversations is None:
+        return {"enabled": False, "reason": "conversations.enabled is false in the server settings", "store": None}
+    store, counters = conversations.store, conversations.counters
+    lookups: dict[str, int] = {}
+    reasons: dict[str, int] = {}
+    for (state, reason), n in counters.lookups.items():
+        if state == "off":
+            continue
+        lookups[state] = lookups.get(state, 0) + n
+        if reason:
+            reasons[reason] = reasons.get(reason, 0) + n
+    return {
+        "enabled": True,
+        "store": {"backend": store.name, "entries": store.entries(), "errors": dict(store.errors)},
+        "lookups": dict(sorted(lookups.items())),
+        "reasons": dict(sorted(reasons.items())),
+        "learned": dict(sorted(counters.learned.items())),
+    }
 
 
 def since_start(metrics: Metrics) -> dict[str, Any]:

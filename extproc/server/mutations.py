@@ -127,11 +127,19 @@ def continue_request_body() -> ep.ProcessingResponse:
     return ep.ProcessingResponse(request_body=ep.BodyResponse(response=ep.CommonResponse()))
 
 
-def response_headers(set_headers: Mapping[str, str]) -> ep.ProcessingResponse:
-    """Add our headers to what the client gets back from the upstream."""
+def response_headers(set_headers: Mapping[str, str], remove: Iterable[str] = ()) -> ep.ProcessingResponse:
+    """Add our headers to what the client gets back from the upstream (and drop `remove`)."""
     common = ep.CommonResponse()
-    if set_headers:
-        common.header_mutation.CopyFrom(header_mutation(set_headers))
+    if set_headers or remove:
+        common.header_mutation.CopyFrom(header_mutation(set_headers, remove))
+    return ep.ProcessingResponse(response_headers=ep.HeadersResponse(response=common))
+
+
+def response_headers_replacing_body(set_headers: Mapping[str, str], body: bytes) -> ep.ProcessingResponse:
+    """Answer an upstream response that has headers only with a body of ours (CONTINUE_AND_REPLACE)."""
+    common = ep.CommonResponse(status=ep.CommonResponse.CONTINUE_AND_REPLACE)
+    common.header_mutation.CopyFrom(header_mutation({**set_headers, "content-length": str(len(body))}))
+    common.body_mutation.CopyFrom(ep.BodyMutation(body=body))
     return ep.ProcessingResponse(response_headers=ep.HeadersResponse(response=common))
 
 

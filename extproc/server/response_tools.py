@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("extproc.server")
 
 _JSON = {"content-type": "application/json"}
+_ERROR_BODY_LIMIT = 64 * 1024  # of an upstream's error body kept for its translation (the message is cut shorter)
 
 
 @dataclass(slots=True)
@@ -70,6 +71,8 @@ class ResponseTools:
         tools.store = vsr.STORE_KEY in fields
         tools.translate = vsr.TRANSLATE_KEY in fields
         tools.status, tools.content_type = mutations.status_and_type(request.response_headers)
+        if tools.translate and tools.status != 200:
+            return self._translated_error_headers(request, tools)
         if tools.respond == "stream" and tools.status == 200 and "event-stream" in tools.content_type:
             tools.gate = StreamGate(ApiKind(tools.api))
             if tools.translate:
@@ -78,7 +81,7 @@ class ResponseTools:
 
     async def body(self, body: Any, state: RequestState, tools: ToolsState) -> Any:
         router = self.backends.router
-        if tools.translate and tools.status != 200 and tools.respond == "json":
+        if tools.translate and tools.status != 200:
             return self._translated_error(body, tools)
         if not tools.respond or tools.status != 200 or router is None:
             return mutations.continue_phase("response_body")
@@ -150,15 +153,31 @@ class ResponseTools:
         return verdict
 
     @staticmethod
+    def _translated_error_headers(request: Any, tools: ToolsState) -> Any:
+        """An OpenAI-only upstream's error status for a Messages client: the status stays, the body
+        becomes Anthropic's JSON envelope (as Anthropic answers a failed request, streamed or not).
+        A streamed request's body passes in pieces, after these headers: its length is unknown
+        here. An answer with no body at all gets the envelope now."""
+        if request.response_headers.end_of_stream:
+            data = anthropic_error_from_chat(tools.status, b"")
+            return mutations.response_headers_replacing_body(_JSON, data)
+        return mutations.response_headers(_JSON, remove=() if tools.respond == "json" else ("content-length",))
+
+    @staticmethod
     def _translated_error(body: Any, tools: ToolsState) -> Any:
-        """An OpenAI-only upstream's error for a Messages client, in Anthropic's envelope."""
-        tools.body += body.body
+        """The error body, held (its first `_ERROR_BODY_LIMIT` bytes) until it ends, then sent in
+        Anthropic's envelope: whole in the buffered mode, as the last piece of a stream."""
+        if len(tools.body) < _ERROR_BODY_LIMIT:
+            tools.body += body.body[: _ERROR_BODY_LIMIT - len(tools.body)]
         if not body.end_of_stream:
-            return mutations.continue_phase("response_body")
+            if tools.respond == "json":
+                return mutations.continue_phase("response_body")
+            return mutations.response_body(None, clear=True)
         data = anthropic_error_from_chat(tools.status, bytes(tools.body))
         tools.body = bytearray()
-        headers = {"content-length": str(len(data)), "content-type": "application/json"}
-        return mutations.response_body(data, headers)
+        if tools.respond != "json":
+            return mutations.response_body(data)
+        return mutations.response_body(data, {**_JSON, "content-length": str(len(data))})
 
     # -- MCP ----------------------------------------------------------------------------------
 

@@ -66,6 +66,19 @@ def test_explain_table_is_readable(capsys: pytest.CaptureFixture[str]) -> None:
     assert "jailbreak" in out and "first failing leaf" in out
 
 
+def test_explain_says_what_a_conversation_would_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    follow_up = tmp_path / "follow_up.json"
+    follow_up.write_text(json.dumps({"model": "auto", "input": "and then?", "previous_response_id": "resp_1"}))
+    assert main(["explain", "--policy", str(DEFAULT), str(follow_up), str(REQUESTS / "passport_text.json")]) == 0
+    out = capsys.readouterr().out
+    assert "conversation: previous_response key; general keeps it on the model that served it" in out
+    assert "conversation: no key in this request; identity_document moves it to its own model" in out
+    (plain,) = explain_json(capsys, REQUESTS / "plain_question.json")
+    conversation = plain["conversation"]
+    assert isinstance(conversation, dict) and conversation["key"] is None and conversation["sticky"] is True
+    assert conversation["store"] == "memory"  # the default settings keep conversations in the process
+
+
 def test_explain_reports_bad_input_without_crashing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from extproc.conversations.service import AnswerLearner, Conversations, response_key, tenant_scope
+from extproc.conversations.service import AnswerLearner, Conversations, explained, response_key, tenant_scope
 from extproc.conversations.store import MemoryStore, RedisStore
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
@@ -176,8 +176,34 @@ async def test_memory_store_expires_and_is_bounded() -> None:
     assert await store.get("a") == "m1"  # a is now the most recent
     await store.put("c", "m3", 10)
     assert await store.get("b") is None and len(store) == 2
+    assert store.entries() == 2
+    await store.put("d", "m4", 30)
     now[0] = 11.0
+    assert store.entries() == 1 and len(store) == 2  # expired: not counted, dropped when touched
     assert await store.get("a") is None
+
+
+async def test_explained_says_what_a_lookup_would_use(router: Router) -> None:
+    follow_up = await router.route(responses("and then?", "resp_1"), path="/v1/responses")
+    assert explained(follow_up, router.policy.spec, "redis") == {
+        "state": "not_looked_up",
+        "reason": "explain has no tenant",
+        "key": "previous_response",
+        "session_header": "x-session-id",
+        "sticky": True,
+        "learns": True,
+        "ttl_s": 60,
+        "store": "redis",
+    }
+    moved = explained(await router.route(chat("my passport"), path="/v1/chat/completions"), router.policy.spec, None)
+    assert moved is not None and (moved["key"], moved["sticky"], moved["learns"], moved["store"]) == (
+        None,
+        False,
+        False,
+        None,
+    )
+    rejected = await router.route(chat("jailbreak"), path="/v1/chat/completions")
+    assert explained(rejected, router.policy.spec, "memory") is None
 
 
 needs_redis = pytest.mark.skipif(
@@ -202,6 +228,7 @@ async def test_redis_store_round_trip_ttl_and_outage(caplog: pytest.LogCaptureFi
         assert await store.get("k") is None
         await store.put("k", "big", 60)
     assert store.errors["get"] == 1 and store.errors["put"] == 1
+    assert store.entries() is None  # a shared Redis is not counted
     assert any("conversation store unreachable" in r.getMessage() for r in caplog.records)
     await store.close()
 

@@ -333,3 +333,37 @@ def test_explain_an_image_and_a_prompt(console: Page, screenshots: Path, tmp_pat
     assert '"image_url"' in sent and "data:image/png;base64," in sent
     console.shot(screenshots, "05-explain-image.png", "#explain")
     assert console.errors == []
+
+
+def test_a_pinned_conversation_on_the_console(console: Page, console_stack: LoggedStack, screenshots: Path) -> None:
+    page = console.page
+    session = {"x-session-id": f"browser-{os.getpid()}"}
+    first = json.loads((REQUESTS / "code_secret.json").read_text())
+    reply = httpx.post(console_stack.base_url + "/v1/chat/completions", json=first, headers=session, timeout=30)
+    assert reply.status_code == 200 and reply.headers["x-vsr-decision"] == "code_security_review"
+    pinned_to = reply.headers["x-vsr-model"]
+    for attempt in range(100):  # the store phase learns the session from the answer, just after it
+        question = {"model": "auto", "messages": [{"role": "user", "content": f"What is a list? ({attempt})"}]}
+        again = httpx.post(console_stack.base_url + "/v1/chat/completions", json=question, headers=session, timeout=30)
+        if again.headers["x-vsr-model"] == pinned_to:
+            break
+    else:
+        raise AssertionError("the follow-up was never pinned to the session's model")
+    decision = again.headers["x-vsr-decision"]
+    assert decision != "code_security_review"  # the decision alone would have sent it elsewhere
+    pinned = page.locator("#recent tbody tr.rec .badge.conv.followed")
+    expect(pinned.first).to_have_text("pinned")
+    assert pinned_to in (pinned.first.get_attribute("title") or "")
+    rows = page.locator("#conversations-recent tbody tr")
+    expect(rows.first).to_contain_text("followed")
+    newest = rows.first.inner_text()
+    assert "session header" in newest and pinned_to in newest and decision in newest
+    expect(page.locator("#conversations-facts")).to_contain_text("memory")
+    assert "browser-" not in page.locator("#conversations").inner_text()  # never the session's value
+    # explain: the key a Responses follow-up carries, and whether its decision keeps it
+    page.click('.tabs button[data-tab="json"]')
+    page.fill("#explain-json", json.dumps({"model": "auto", "input": "and then?", "previous_response_id": "resp_1"}))
+    page.click("#explain-go")
+    expect(page.locator('[data-testid="explain-conversation"]')).to_contain_text("carries a previous_response_id")
+    console.shot(screenshots, "06-conversations.png", "#conversations")
+    assert console.errors == []

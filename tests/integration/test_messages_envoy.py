@@ -23,6 +23,7 @@ import yaml
 from PIL import Image
 
 from extproc.ops.demo_upstream import encode_demo_reply
+from extproc.protocol.sse import events as sse_events
 from tests.integration.conftest import POLICY, LoggedStack, running_stack, stack_config
 
 NATIVE, TRANSLATED = "auto", "general-vlm"  # -> general (native Messages), general_vlm (OpenAI only)
@@ -258,3 +259,63 @@ def test_models_list_with_both_sdks(messages_stack: LoggedStack) -> None:
     assert chat.models.retrieve("general").id == "general"
     with pytest.raises(openai.NotFoundError):
         chat.models.retrieve("restricted-vlm")  # reachable only through a decision: not advertised
+
+
+# -- upstream errors for a translated request: in Anthropic's shape, status kept ----------------
+
+
+def _failing(stack: LoggedStack, scripted: str) -> anthropic.Anthropic:
+    return client(stack, **{"x-demo-error": scripted})
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(
+    ("scripted", "status", "error_type", "message"),
+    [
+        ("400", 400, "invalid_request_error", "failed with 400 as scripted"),
+        ("429", 429, "rate_limit_error", "failed with 429 as scripted"),
+        ("503", 503, "overloaded_error", "failed with 503 as scripted"),
+        ("502 text", 502, "api_error", "failed with 502 as scripted (plain text)"),  # not JSON: its text
+        ("503 reset", 503, "overloaded_error", "upstream connect error"),  # no answer: Envoy's own 503
+    ],
+)
+def test_translated_upstream_error_keeps_its_status(
+    messages_stack: LoggedStack, streamed: bool, scripted: str, status: int, error_type: str, message: str
+) -> None:
+    kwargs: dict[str, Any] = {"model": TRANSLATED, "max_tokens": 64, "messages": ask("Hello there")}
+    with pytest.raises(anthropic.APIStatusError) as raised:
+        if streamed:
+            with _failing(messages_stack, scripted).messages.stream(**kwargs) as stream:
+                stream.get_final_message()
+        else:
+            _failing(messages_stack, scripted).messages.create(**kwargs)
+    error = raised.value
+    assert error.status_code == status
+    assert error.response.headers["content-type"] == "application/json"
+    if not scripted.endswith("reset"):
+        assert error.response.headers["x-demo-upstream"] == "general_vlm"  # the upstream's answer, translated
+    assert error.body == {"type": "error", "error": {"type": error_type, "message": error.body["error"]["message"]}}  # type: ignore[index]
+    assert message in error.body["error"]["message"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("code", "error_type"), [(500, "api_error"), (503, "overloaded_error")])
+def test_translated_stream_error_midway_is_an_error_event(
+    messages_stack: LoggedStack, code: int, error_type: str
+) -> None:
+    body = {"model": TRANSLATED, "max_tokens": 64, "stream": True, "messages": ask("Stream then fail")}
+    request = urllib.request.Request(
+        messages_stack.base_url + "/v1/messages",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "x-demo-error": f"{code} mid-stream"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200
+        text = answer.read().decode()
+    events = [(name, json.loads(data)) for name, data in sse_events(text)]
+    names = [name for name, _ in events]
+    assert names[0] == "message_start" and "content_block_delta" in names
+    assert names[-1] == "error" and "message_stop" not in names
+    assert events[-1][1] == {
+        "type": "error",
+        "error": {"type": error_type, "message": f"demo upstream general_vlm failed with {code} as scripted"},
+    }

@@ -39,7 +39,7 @@ def full_row(row: DecisionRow) -> DecisionRow:
         overload="fail_safe",
         cache="bypass:no-cache",
         reasoning="on:high",
-        conversation="followed",
+        conversation={"state": "followed", "key": "session", "remembered_model": "big", "reason": None},
     )
 
 

@@ -315,3 +315,25 @@ async def test_messages_served_natively_or_not_at_all() -> None:
             assert refused.status_code == 404
     finally:
         await server.close()
+
+
+# --- scripted failures (x-demo-error) --------------------------------------------------------
+
+
+async def test_scripted_errors(demo: str) -> None:
+    async with httpx.AsyncClient(base_url=demo) as client:
+        reply = await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": "429"})
+        assert reply.status_code == 429 and reply.json()["error"]["code"] == "demo_429"
+        reply = await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": "502 text"})
+        assert reply.status_code == 502 and reply.headers["content-type"] == "text/plain"
+        assert reply.text.startswith("demo upstream general failed with 502")
+        streamed = {**CHAT, "stream": True}
+        reply = await client.post("/v1/chat/completions", json=streamed, headers={"x-demo-error": "503 mid-stream"})
+        assert reply.status_code == 200
+        chunks = [json.loads(d) for d in _sse_data(reply.text.splitlines()) if d != "[DONE]"]
+        assert chunks[1]["choices"][0]["delta"]["content"] and chunks[-1]["error"]["code"] == 503
+        with pytest.raises(httpx.RemoteProtocolError):  # closed without an answer
+            await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": "503 reset"})
+        for bad in ("nope", "200", "500 loud", "429 text extra"):
+            reply = await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": bad})
+            assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_demo_error"

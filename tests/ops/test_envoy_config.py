@@ -150,7 +150,7 @@ def test_policy_problems_are_clear(tmp_path: Path) -> None:
         render(POLICY, overrides={"nope": "127.0.0.1:1"})
 
 
-def test_the_demo_reply_header_reaches_only_demo_upstreams() -> None:
+def test_the_demo_headers_reach_only_demo_upstreams() -> None:
     full, _ = render(POLICY, EnvoyOptions(), {"general": "vllm.internal:8000"})
     routes = yaml.safe_load(full)["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"][
         "route_config"
@@ -158,7 +158,7 @@ def test_the_demo_reply_header_reaches_only_demo_upstreams() -> None:
     for route in routes:
         cluster = route["route"]["cluster"]
         if cluster == "general":
-            assert route["request_headers_to_remove"] == ["x-demo-reply"], route["name"]
+            assert route["request_headers_to_remove"] == ["x-demo-reply", "x-demo-error"], route["name"]
         elif cluster == "code_security":
             assert "request_headers_to_remove" not in route, route["name"]  # a loopback demo upstream
 

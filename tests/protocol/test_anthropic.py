@@ -209,11 +209,22 @@ def test_our_replies_in_messages_shape() -> None:
 
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(400, "invalid_request_error"), (403, "permission_error"), (413, "request_too_large"), (429, "rate_limit_error")],
+    [
+        (400, "invalid_request_error"),
+        (401, "authentication_error"),
+        (403, "permission_error"),
+        (404, "not_found_error"),
+        (413, "request_too_large"),
+        (422, "invalid_request_error"),  # any other 4xx
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (502, "api_error"),  # any other 5xx
+        (503, "overloaded_error"),
+        (529, "overloaded_error"),
+    ],
 )
 def test_error_envelope(status: int, kind: str) -> None:
     assert anthropic.error_body(status, "no") == {"type": "error", "error": {"type": kind, "message": "no"}}
-    assert anthropic.error_type_for(503) == "api_error"
 
 
 def test_assembled_message_refuses_a_cut_off_or_failed_stream() -> None:

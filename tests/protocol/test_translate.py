@@ -152,9 +152,31 @@ def test_error_translation() -> None:
     body = json.dumps({"error": {"message": "model overloaded", "type": "server_error"}}).encode()
     assert json.loads(chat_error_to_anthropic(503, body)) == {
         "type": "error",
-        "error": {"type": "api_error", "message": "model overloaded"},
+        "error": {"type": "overloaded_error", "message": "model overloaded"},
     }
     assert json.loads(chat_error_to_anthropic(400, b"plain words"))["error"]["message"] == "plain words"
+    for odd in (b"\xff\xfe not utf-8", b"[1, 2]", b'{"error": "just a string"}', b"null", b""):
+        error = json.loads(chat_error_to_anthropic(502, odd))["error"]
+        assert error["type"] == "api_error" and error["message"]  # never empty, never a crash
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        ({"message": "bad input", "type": "BadRequestError", "code": 400}, ("invalid_request_error", "bad input")),
+        ({"message": "busy", "code": 503}, ("overloaded_error", "busy")),
+        ({"message": "boom", "code": "internal"}, ("api_error", "boom")),  # no status: a server error
+        ({}, ("api_error", "upstream error")),
+    ],
+)
+def test_an_error_chunk_mid_stream_becomes_an_error_event(error: dict[str, Any], expected: tuple[str, str]) -> None:
+    raw = chat_stream({"role": "assistant", "content": "Hal"}, done=False)
+    raw = raw.split(b"\n\n")[0] + b"\n\n" + b"data: " + json.dumps({"error": error}).encode() + b"\n\ndata: [DONE]\n\n"
+    events = sse.events(translate(raw, 5))
+    names = [name for name, _ in events]
+    assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "error"]
+    data = json.loads(events[-1][1])
+    assert (data["type"], data["error"]["type"], data["error"]["message"]) == ("error", *expected)
 
 
 def chat_stream(*deltas: dict[str, Any], finish: str = "stop", done: bool = True) -> bytes:

@@ -400,3 +400,106 @@ def test_console_routes_cannot_shadow_the_admin_api(tmp_path: Path) -> None:
         server.admin.add_routes({("GET", "/v1/console/recent"): server.admin._routes[("GET", "/healthz")]})
     with pytest.raises(ValueError, match="public route"):
         server.admin.add_routes({}, public=frozenset({("GET", "/metrics")}))
+
+
+# -- conversations ------------------------------------------------------------------------------
+async def test_conversations_panel_shows_the_store_and_each_lookup_without_keys() -> None:
+    from extproc.conversations.service import Conversations
+    from extproc.conversations.store import MemoryStore
+    from tests.server.test_grpc_service import body_only_msg, decision_of, start
+    from tests.server.test_grpc_service_cache import observe
+    from tests.server.test_grpc_service_conversations import POLICY as CONVERSATIONS
+    from tests.server.test_grpc_service_conversations import answer_chunks, learned, responses, with_client
+
+    def configure(settings: Settings) -> None:
+        settings.cache.enabled = False
+        settings.server.admin_port = 0
+        settings.observability.console_ring = 50
+
+    policy = CONVERSATIONS.replace(
+        "action: {type: route, models: [big]}}",
+        "action: {type: route, models: [big]}}\n"
+        "  - {name: private, priority: 20, when: {signal: secret}, sticky: false,"
+        " action: {type: route, models: [general]}}",
+    )
+    policy = policy.replace("signals:\n", "signals:\n  - {name: secret, type: keyword, keywords: [confidential]}\n")
+    server, channel = await start(policy=policy, configure=configure)
+    server.service.conversations = Conversations(MemoryStore())
+    harness = Harness(server, channel)
+    try:
+        async with admin(server) as client:
+            empty = (await client.get("/v1/console/conversations")).json()
+            assert empty["enabled"] is True and empty["store"] == {"backend": "memory", "entries": 0, "errors": {}}
+            assert empty["policy"] == {
+                "enabled": True,
+                "session_header": "x-session-id",
+                "ttl_s": 86400,
+                "not_sticky": ["private"],
+            }
+            assert empty["recent"] == []
+
+            path = "/v1/responses"
+            [first] = await harness.exchange(with_client(body_only_msg(responses("please analyse"), path=path)))
+            answer = json.dumps({"id": "resp_secret_id", "object": "response", "output": []}).encode()
+            await observe(harness, answer_chunks(decision_of(first)["conversation"], answer))
+            await learned(harness, "response")
+            await harness.exchange(with_client(body_only_msg(responses("and then?", "resp_secret_id"), path=path)))
+            await harness.exchange(
+                with_client(body_only_msg(responses("confidential: and then?", "resp_secret_id"), path=path))
+            )
+
+            data = (await client.get("/v1/console/conversations")).json()
+        assert data["store"]["entries"] == 1
+        assert data["lookups"] == {"followed": 1, "moved": 1, "new": 1}
+        assert data["reasons"] == {"decision_not_sticky": 1, "no_key": 1}
+        assert data["learned"] == {"response": 1}
+        parts = [(r["decision"], r["model"], r["conversation"]) for r in data["recent"]]
+        assert parts == [
+            ("deep", "big", {"state": "new", "key": None, "remembered_model": None, "reason": "no_key"}),
+            (
+                "general",
+                "big",
+                {"state": "followed", "key": "previous_response", "remembered_model": "big", "reason": None},
+            ),
+            (
+                "private",
+                "general",
+                {
+                    "state": "moved",
+                    "key": "previous_response",
+                    "remembered_model": "big",
+                    "reason": "decision_not_sticky",
+                },
+            ),
+        ]
+        assert "resp_secret_id" not in json.dumps(data)  # names only: never an id, a key or a session
+    finally:
+        await channel.close()
+        await server.stop()
+
+
+async def test_conversations_panel_when_the_server_keeps_none(tmp_path: Path) -> None:
+    settings = console_settings(tmp_path)
+    settings.conversations.enabled = False
+    async with serving(settings) as (server, _), admin(server) as client:
+        data = (await client.get("/v1/console/conversations")).json()
+    assert data["enabled"] is False and data["store"] is None and "settings" in data["reason"]
+    assert data["policy"]["enabled"] is True  # the policy would keep them; the server does not
+
+
+async def test_explain_says_whether_a_conversation_would_be_kept(tmp_path: Path) -> None:
+    async with serving(console_settings(tmp_path)) as (server, _), admin(server) as client:
+        body = {"model": "auto", "input": "hello", "previous_response_id": "resp_1"}
+        part = (await client.post("/v1/explain", json=body)).json()["conversation"]
+        assert part == {
+            "state": "not_looked_up",
+            "reason": "explain has no tenant",
+            "key": "previous_response",
+            "session_header": None,
+            "sticky": True,
+            "learns": True,
+            "ttl_s": 86400,
+            "store": "memory",  # the server's settings keep conversations in this process
+        }
+        rejected = (await client.post("/v1/explain", content=chat("jailbreak please"))).json()
+        assert rejected["conversation"] is None  # not routed: no conversation to keep

@@ -185,6 +185,49 @@ async def test_upstream_error_translated_to_anthropic_shape(harness: Harness) ->
     }
 
 
+def header_changes(reply: Any) -> tuple[dict[str, str], list[str]]:
+    mutation = reply.response_headers.response.header_mutation
+    return {h.header.key: h.header.raw_value.decode() for h in mutation.set_headers}, list(mutation.remove_headers)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (429, json.dumps({"error": {"message": "slow down", "code": 429}}).encode(), ("rate_limit_error", "slow down")),
+        (503, b"upstream connect error or disconnect/reset before headers", ("overloaded_error", "upstream connect")),
+        (500, b"\xff\xfe{not json", ("api_error", "{not json")),
+    ],
+)
+async def test_streamed_request_upstream_error_becomes_anthropic_json(
+    harness: Harness, status: int, body: bytes, expected: tuple[str, str]
+) -> None:
+    replies = await harness.exchange(*response_phase(body, respond="stream", status=status, content_type="text/plain"))
+    set_headers, removed = header_changes(replies[0])
+    assert set_headers == {"content-type": "application/json"} and removed == ["content-length"]
+    assert replies[1].response_body.response.body_mutation.clear_body  # held until the body ends
+    error = json.loads(body_of(replies[2]))
+    assert error["type"] == "error" and error["error"]["type"] == expected[0]
+    assert expected[1] in error["error"]["message"]
+
+
+async def test_an_error_without_a_body_gets_the_envelope_with_the_headers(harness: Harness) -> None:
+    headers = response_phase(b"", respond="stream", status=502)[0]
+    headers.response_headers.end_of_stream = True
+    [reply] = await harness.exchange(headers)
+    common = reply.response_headers.response
+    assert common.status == ep.CommonResponse.CONTINUE_AND_REPLACE
+    error = json.loads(common.body_mutation.body)
+    assert error == {"type": "error", "error": {"type": "api_error", "message": "upstream answered 502"}}
+    assert header_changes(reply)[0]["content-length"] == str(len(common.body_mutation.body))
+
+
+async def test_a_huge_error_body_is_held_only_in_part(harness: Harness) -> None:
+    body = b"x" * (1 << 20)
+    replies = await harness.exchange(*response_phase(body, respond="json", status=500))
+    error = json.loads(body_of(replies[1]))["error"]
+    assert error["type"] == "api_error" and 0 < len(error["message"]) <= 500
+
+
 async def test_sse_answer_translated_event_by_event(harness: Harness) -> None:
     chunks = [
         {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},

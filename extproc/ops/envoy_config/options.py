@@ -24,6 +24,8 @@ UNDECIDED_CLUSTER = "vsr_undecided"
 CACHE_STORE_FILTER = "vsr.cache_store"
 TOOL_RULES_FILTER = "vsr.tool_rules"  # the tool rules' response phase, enabled only on respond routes
 DEMO_REPLY_HEADER = "x-demo-reply"  # scripts the demo upstream's answer; removed on routes to real servers
+DEMO_ERROR_HEADER = "x-demo-error"  # scripts a demo upstream failure; removed the same way
+DEMO_HEADERS = [DEMO_REPLY_HEADER, DEMO_ERROR_HEADER]
 MiB = 1024 * 1024
 # The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
 # own path normalisation these are every spelling an upstream would serve as an inference call.

@@ -15,7 +15,7 @@ from extproc.ops.envoy_config.options import (
     CACHE_STORE_FILTER,
     CLUSTER_HEADER,
     DECISION_NAMESPACE,
-    DEMO_REPLY_HEADER,
+    DEMO_HEADERS,
     INFERENCE_PATH_REGEX,
     TOOL_RULES_FILTER,
     UNDECIDED_CLUSTER,
@@ -138,7 +138,7 @@ def _decision_route(
             _from_decision(vsr.REASONING, "reasoning"),
             *(_from_decision(name, f"headers:{name}") for name in options.plugin_headers),
         ],
-        request_headers_to_remove=[] if upstream.demo else [DEMO_REPLY_HEADER],
+        request_headers_to_remove=[] if upstream.demo else list(DEMO_HEADERS),
         response_headers_to_add=[
             _from_decision(vsr.DECISION, "decision"),
             _from_decision(vsr.MODEL, "model"),
@@ -164,7 +164,7 @@ def _fallback_routes(
     # sends what ext_proc could not decide, unclassified, to the default model.
     undecided = default_cluster if options.failure_mode_allow else UNDECIDED_CLUSTER
     default_is_demo = any(u.cluster == default_cluster and u.demo for u in upstreams)
-    strip_demo = [] if default_is_demo else [DEMO_REPLY_HEADER]
+    strip_demo = [] if default_is_demo else list(DEMO_HEADERS)
     return [
         Route(
             name="vsr-undecided",

@@ -1,7 +1,8 @@
 /* The decision console: plain JS, no build step, no dependencies.
  *
  * Polls GET /v1/console/recent?after=SEQ every second (incremental), /v1/console/stats every two
- * seconds, /healthz every five, and /v1/console/policy when the policy version changes. The explain
+ * seconds, /healthz and /v1/console/conversations every five, and /v1/console/policy when the policy
+ * version changes. The explain
  * form posts to /v1/explain. With an admin token, every fetch sends `Authorization: Bearer`; the
  * token comes from a `#token=...` fragment (then removed from the address bar) or the token bar,
  * and is kept in sessionStorage (this tab only).
@@ -15,6 +16,19 @@
   const RECENT_MS = 1000;
   const STATS_MS = 2000;
   const HEALTH_MS = 5000;
+  const CONVERSATIONS_MS = 5000;
+  // Why a conversation lookup did not keep the request on the conversation's model (ConversationLookup.reason).
+  const CONVERSATION_REASONS = {
+    no_key: "new conversation: no key yet (this answer teaches one)",
+    not_found: "new conversation: its key is not in the store",
+    store_error: "store unavailable: routed as a new conversation",
+    decision_not_sticky: "decision not sticky: moved to its own model",
+    fail_safe: "fail-safe route under overload: moved",
+    model_gone: "the remembered model is no longer in the policy",
+    cannot_take_images: "the remembered model cannot take images",
+    context_window: "too long for the remembered model's context window",
+  };
+  const CONVERSATION_KEYS = { previous_response: "previous_response_id", session: "session header" };
   const MAX_ROWS = 300; // rows drawn; the ring may hold more
   const SVG_NS = "http://www.w3.org/2000/svg";
   const ACTIONS = ["route", "reject", "clarify"];
@@ -38,6 +52,7 @@
     source: "window",
     policy: null,
     policyVersion: null,
+    conversations: null,
     image: null, // {dataUri, name, type, size}
     tab: "json",
   };
@@ -258,6 +273,7 @@
       String(record.status),
       record.error,
       record.overload,
+      record.conversation ? `conversation ${record.conversation.state} ${record.conversation.key || ""}` : null,
       ...record.matched,
     ]
       .filter(Boolean)
@@ -289,7 +305,7 @@
       el("td", { class: "path", text: SHORT_PATHS[record.path] || record.path, title: record.path }),
       el("td", {}, el("b", { text: record.decision || "–" })),
       el("td", {}, el("span", { class: `pill ${actionClass(record.action)}`, text: record.action })),
-      el("td", { text: record.model || "–" }),
+      el("td", {}, record.model || "–", conversationBadge(record.conversation)),
       el(
         "td",
         { class: `num${record.status >= 400 ? " status-bad" : ""}` },
@@ -316,12 +332,91 @@
       `policy ${record.policy ? record.policy.slice(0, 12) : "–"}`,
       `ext_proc ${fmtMs(record.extproc_ms)} ms`,
       record.error ? `error ${record.error}` : null,
+      record.conversation ? `conversation: ${conversationText(record.conversation)}` : null,
     ].filter(Boolean);
     return el(
       "tr",
       { class: "detail" },
       el("td", { colspan: 9 }, el("div", { class: "meta", text: facts.join(" · ") }), chips.length ? chips : "no signals ran"),
     );
+  }
+
+  // -- conversations ---------------------------------------------------------------------------
+  function conversationText(c) {
+    const key = CONVERSATION_KEYS[c.key] || c.key;
+    if (c.state === "followed") return `pinned by its ${key} to ${c.remembered_model}`;
+    if (c.state === "same") return `on its conversation's model ${c.remembered_model} (${key})`;
+    const why = CONVERSATION_REASONS[c.reason] || c.reason || "";
+    if (c.state === "moved") return `${why} (its ${key} was on ${c.remembered_model})`;
+    return why || c.state;
+  }
+
+  function conversationBadge(c) {
+    if (!c || c.state === "new") {
+      return c && c.reason === "store_error"
+        ? el("span", { class: "badge warn", text: "store down", title: conversationText(c) })
+        : null;
+    }
+    const text = c.state === "moved" ? "moved" : "pinned";
+    return el("span", { class: `badge conv ${c.state}`, text, title: conversationText(c) });
+  }
+
+  async function pollConversations() {
+    state.conversations = await api("/v1/console/conversations");
+    renderConversations();
+  }
+
+  function counts(object) {
+    const entries = Object.entries(object || {});
+    return entries.length ? entries.map(([k, n]) => el("span", { class: "chip", text: `${k} ${n}` })) : [el("span", { class: "meta", text: "none" })];
+  }
+
+  function renderConversations() {
+    const data = state.conversations;
+    const host = clear($("conversations-facts"));
+    if (!data) return;
+    const policy = data.policy;
+    const facts = [];
+    if (!data.enabled) {
+      facts.push(["store", el("span", { class: "badge warn", text: "off", title: data.reason })], ["", data.reason]);
+    } else {
+      const store = data.store;
+      const errors = Object.entries(store.errors).map(([op, n]) => `${op} ${n}`);
+      facts.push(
+        ["store", `${store.backend}${store.entries === null ? " (entries not counted: shared Redis)" : ` · ${store.entries} held`}`],
+        ["store errors", errors.length ? el("span", { class: "badge warn", text: errors.join(", ") }) : "none"],
+        ["lookups", counts(data.lookups)],
+        ["why not kept", counts(data.reasons)],
+        ["learned", counts(data.learned)],
+      );
+    }
+    if (policy) {
+      facts.push(
+        ["policy", policy.enabled ? `on · ttl ${policy.ttl_s} s · session header ${policy.session_header || "none"}` : "off"],
+        ["not sticky", policy.not_sticky.length ? policy.not_sticky.map((n) => el("span", { class: "chip", text: n })) : "every decision keeps its conversations"],
+      );
+    }
+    append(
+      host,
+      facts.map(([k, v]) => el("div", { class: "fact" }, el("span", { class: "meta", text: k }), el("span", {}, v))),
+    );
+    const body = clear($("conversations-recent").tBodies[0]);
+    const rows = [...data.recent].reverse().map((r) =>
+      el(
+        "tr",
+        { "data-seq": r.seq },
+        el("td", { class: "time", text: fmtTime(r.ts) }),
+        el("td", { class: "id", text: r.request_id ? r.request_id.slice(0, 8) : "–", title: r.request_id || "" }),
+        el("td", {}, el("b", { text: r.decision || "–" })),
+        el("td", {}, r.model || "–", conversationBadge(r.conversation)),
+        el("td", { text: r.conversation.state }),
+        el("td", { text: CONVERSATION_KEYS[r.conversation.key] || "–" }),
+        el("td", { text: r.conversation.remembered_model || "–" }),
+        el("td", { class: "meta", text: r.conversation.reason ? CONVERSATION_REASONS[r.conversation.reason] || r.conversation.reason : "" }),
+      ),
+    );
+    append(body, rows);
+    $("conversations-empty").hidden = rows.length > 0;
   }
 
   function renderRecent() {
@@ -824,6 +919,8 @@
           {},
           el("h3", { text: "Decisions trace" }),
           trace,
+          data.conversation ? el("h3", { text: "Conversation" }) : null,
+          data.conversation ? el("p", { class: "meta", "data-testid": "explain-conversation", text: explainedConversation(data) }) : null,
           el("h3", { text: "Notes" }),
           data.trace.notes.length
             ? el("ul", { class: "notes" }, data.trace.notes.map((n) => el("li", { text: n })))
@@ -840,6 +937,14 @@
     if (sent !== null) {
       host.appendChild(el("details", { class: "sent" }, el("summary", { text: "request sent" }), el("pre", { text: shortened(sent) })));
     }
+  }
+
+  function explainedConversation(data) {
+    const c = data.conversation;
+    const key = c.key ? `carries a ${CONVERSATION_KEYS[c.key] || c.key}` : "carries no conversation key";
+    const keeps = c.sticky ? "keeps a conversation on the model that served it" : "is not sticky: it moves a conversation to its own model";
+    const store = c.store ? `store ${c.store}` : "no store (conversations off in the server settings)";
+    return `This request ${key}; decision ${data.decision} ${keeps}; ${store}, ttl ${c.ttl_s} s${c.learns ? "; the answer's id would be learned" : ""}. Not looked up: ${c.reason}.`;
   }
 
   // -- wiring ---------------------------------------------------------------------------------
@@ -904,6 +1009,7 @@
     loop(pollRecent, RECENT_MS);
     loop(pollStats, STATS_MS);
     loop(pollHealth, HEALTH_MS, false); // /healthz is public
+    loop(pollConversations, CONVERSATIONS_MS);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
