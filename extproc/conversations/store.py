@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from extproc.models.lru import LruCache
 
 log = logging.getLogger("extproc.conversations")
 
@@ -44,7 +46,7 @@ class MemoryStore:
         self.max_entries = max_entries
         self.clock = clock
         self.errors: Counter[str] = Counter()
-        self._entries: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._entries: LruCache[tuple[str, float]] = LruCache(max_entries)  # key -> (model, expiry)
 
     async def get(self, key: str) -> str | None:
         found = self._entries.get(key)
@@ -52,16 +54,12 @@ class MemoryStore:
             return None
         model, expires = found
         if expires <= self.clock():
-            del self._entries[key]
+            self._entries.pop(key)
             return None
-        self._entries.move_to_end(key)
         return model
 
     async def put(self, key: str, model: str, ttl_s: int) -> None:
-        self._entries[key] = (model, self.clock() + ttl_s)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self._entries.put(key, (model, self.clock() + ttl_s))
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -1,5 +1,6 @@
 """The project's one small thread-safe LRU map: every model-side cache (image embeddings, OCR
-results, text embeddings) and the semantic cache's memory store and admission sightings, with
+results, text embeddings), the semantic cache's memory store and admission sightings and the
+in-process conversation store, with
 hit and miss counters that metrics read at scrape time."""
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ class LruCache(Generic[V]):
             if value is not None and self._weigh is not None:
                 self.weight -= self._weigh(value)
             return value
+
+    def values(self) -> list[V]:
+        """A snapshot of the values, oldest first (no lookup counted, no age refreshed)."""
+        with self._lock:
+            return list(self._items.values())
 
     def clear(self) -> None:
         with self._lock:

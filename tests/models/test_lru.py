@@ -91,3 +91,14 @@ def test_rows_through_cache_computes_each_distinct_uncached_text_once() -> None:
     again = rows_through_cache(cache, ["c", "new"], 2, compute)
     assert calls[-1] == ["new"] and again.tolist() == [[1, 99], [3, 110]]
     assert rows_through_cache(cache, [], 2, compute).shape == (0, 2) and len(calls) == 2
+
+
+def test_values_is_a_snapshot_oldest_first_that_counts_no_lookup() -> None:
+    cache: LruCache[int] = LruCache(3)
+    for key, value in (("a", 1), ("b", 2), ("c", 3)):
+        cache.put(key, value)
+    cache.get("a")  # a is the most recent now
+    snapshot = cache.values()
+    assert snapshot == [2, 3, 1] and (cache.hits, cache.misses) == (1, 0)
+    cache.put("d", 4)  # b leaves; the snapshot is not a view
+    assert snapshot == [2, 3, 1] and cache.values() == [3, 1, 4]
