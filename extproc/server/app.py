@@ -46,6 +46,7 @@ from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from extproc.conversations.service import Conversations
     from extproc.policy.load import CompiledPolicy
     from extproc.router import Router
 
@@ -121,6 +122,10 @@ class ExtProcServer:
     @property
     def in_flight(self) -> int:
         return self.service.in_flight
+
+    @property
+    def conversations(self) -> Conversations | None:
+        return self.service.conversations
 
     @property
     def address(self) -> str:
