@@ -7,7 +7,7 @@
                              `?path=/v1/responses` names the API (default: inferred from the body, like the CLI)
     GET  /v1/policy          the active policy: version, path, the validated document, warnings, last reload
     POST /v1/policy/reload   reload the policy file now (as SIGHUP does) and say what happened
-    GET  /console, /v1/console/...   the decision console (`extproc.server.console`, added by the app)
+    GET  /console, /v1/console/...   the decision console (`extproc.server.console_routes`, added by the app)
 
 It is built on `asyncio.start_server` (no extra dependency). Each connection carries one
 request (`Connection: close`); reading is bounded in time and size, so a slow or hostile

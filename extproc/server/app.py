@@ -40,7 +40,7 @@ from extproc.observability.tracing import build_tracer
 from extproc.policy.load import PolicyError
 from extproc.server import heap
 from extproc.server.admin import AdminServer
-from extproc.server.console import PUBLIC_ROUTES, Console
+from extproc.server.console_routes import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
 from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings, SettingsError
