@@ -7,7 +7,7 @@
                              `?path=/v1/responses` names the API (default: inferred from the body, like the CLI)
     GET  /v1/policy          the active policy: version, path, the validated document, warnings, last reload
     POST /v1/policy/reload   reload the policy file now (as SIGHUP does) and say what happened
-    GET  /console, /v1/console/...   the decision console (`extproc.server.console`, added by the app)
+    GET  /console, /v1/console/...   the decision console (`extproc.server.console_routes`, added by the app)
 
 It is built on `asyncio.start_server` (no extra dependency). Each connection carries one
 request (`Connection: close`); reading is bounded in time and size, so a slow or hostile
@@ -20,6 +20,9 @@ otherwise), checked before the body is read. Every route added to the table goes
 same check (`AdminServer._authorize`) unless it is listed in `PUBLIC` (or added as public through
 `add_routes`: only the console's static page and assets, which hold no data). A bind beyond loopback
 without a token is refused at start.
+
+The routes read the server they serve through `AdminTarget`, the few things they need from it
+(`ExtProcServer` is one, structurally): the admin edge names no class of the app that owns it.
 """
 
 from __future__ import annotations
@@ -33,17 +36,19 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from extproc.cache.service import explained
 from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
-from extproc.settings import SettingsError, is_loopback_host
+from extproc.settings import Settings, SettingsError, is_loopback_host
 
 if TYPE_CHECKING:
-    from extproc.server.app import ExtProcServer
+    from extproc.conversations.service import Conversations
+    from extproc.router import Router
+    from extproc.server.reload import PolicyReloader
 
 log = logging.getLogger("extproc.admin")
 
@@ -61,6 +66,37 @@ REALM = "vsr-admin"
 
 class AdminAuthError(SettingsError):
     """The admin server would listen beyond loopback without a token."""
+
+
+class AdminTarget(Protocol):
+    """What the admin and console routes read from the server they serve, and nothing more.
+
+    Read-only here (properties), so a server that keeps them as plain attributes satisfies it.
+    """
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def state(self) -> str:
+        """loading | serving | draining, as /healthz reports it."""
+        ...
+
+    @property
+    def in_flight(self) -> int: ...
+
+    @property
+    def live_router(self) -> Router | None:
+        """The router serving requests now; None while it loads."""
+        ...
+
+    @property
+    def reloader(self) -> PolicyReloader | None: ...
+
+    @property
+    def conversations(self) -> Conversations | None:
+        """The conversation store; None when it is off (or not built yet)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -104,7 +140,7 @@ def check_bearer(headers: dict[str, str], token: str) -> Response | None:
 class AdminServer:
     def __init__(
         self,
-        target: ExtProcServer,
+        target: AdminTarget,
         *,
         host: str,
         port: int,
@@ -291,7 +327,7 @@ class AdminServer:
         return json_response(422 if result.result == "failure" else 200, result.to_dict())
 
 
-def health(target: ExtProcServer) -> tuple[int, dict[str, Any]]:
+def health(target: AdminTarget) -> tuple[int, dict[str, Any]]:
     """(HTTP status, body) of /healthz: 200 only while serving; `degraded` when a model is unavailable."""
     router = target.live_router
     state = target.state

@@ -40,12 +40,13 @@ from extproc.observability.tracing import build_tracer
 from extproc.policy.load import PolicyError
 from extproc.server import heap
 from extproc.server.admin import AdminServer
-from extproc.server.console import PUBLIC_ROUTES, Console
+from extproc.server.console_routes import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
 from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from extproc.conversations.service import Conversations
     from extproc.policy.load import CompiledPolicy
     from extproc.router import Router
 
@@ -121,6 +122,10 @@ class ExtProcServer:
     @property
     def in_flight(self) -> int:
         return self.service.in_flight
+
+    @property
+    def conversations(self) -> Conversations | None:
+        return self.service.conversations
 
     @property
     def address(self) -> str:

@@ -1,5 +1,6 @@
 """The package's layers: every import runs from a higher layer to a lower one (or within one),
-and no imports run in a cycle. Function-level imports count; TYPE_CHECKING ones count for layers."""
+and no imports run in a cycle. Function-level imports count, and so do TYPE_CHECKING ones, for both:
+a type-only import still makes a reader see one module leaning on the other."""
 
 from __future__ import annotations
 
@@ -132,9 +133,10 @@ def test_every_import_runs_downward() -> None:
 
 
 def test_no_import_cycles() -> None:
-    # Annotation-only imports (under TYPE_CHECKING) never execute; the server's app and its admin
-    # edge name each other's types that way, as a parent and the child it owns do.
-    assert cycles(package_graph(runtime_only=True)) == []
+    # Type-only imports (under TYPE_CHECKING) count: they never execute, but a reader still sees a
+    # circle. Where a child needs its owner, it names a small Protocol of what it reads (as the admin
+    # edge does with `AdminTarget`), not the owner's class.
+    assert cycles(package_graph()) == []
 
 
 def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
@@ -142,3 +144,24 @@ def test_the_checks_catch_an_upward_import_and_a_cycle() -> None:
     assert layer_violations(graph) == ["extproc.policy.engine (layer 7) imports extproc.router (layer 9)"]
     assert cycles(graph) == [["extproc.policy.engine", "extproc.router", "extproc.policy.engine"]]
     assert layer_violations({"extproc.newthing": set()}) == ["extproc.newthing: in no layer (add it to LAYERS)"]
+
+
+def test_the_graph_keeps_type_only_imports_so_a_type_only_cycle_is_caught(tmp_path: Path) -> None:
+    # Two modules of one layer: `a` imports `b` at run time, `b` names `a` only under TYPE_CHECKING.
+    (tmp_path / "a.py").write_text("from extproc.server.b import thing\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from extproc.server.a import Owner\n",
+        encoding="utf-8",
+    )
+    modules = {"extproc.server.a": tmp_path / "a.py", "extproc.server.b": tmp_path / "b.py"}
+
+    def graph(*, runtime_only: bool) -> dict[str, set[str]]:
+        return {
+            name: {t for t in imports_of(path, name, runtime_only=runtime_only) if t in modules and t != name}
+            for name, path in modules.items()
+        }
+
+    assert graph(runtime_only=False)["extproc.server.b"] == {"extproc.server.a"}
+    assert cycles(graph(runtime_only=False)) == [["extproc.server.a", "extproc.server.b", "extproc.server.a"]]
+    # Dropping type-only imports (as the cycle check once did) hides it.
+    assert cycles(graph(runtime_only=True)) == []

@@ -19,7 +19,7 @@ from extproc.observability.recent import LATENCY_BOUNDS_MS, RecentDecisions, his
 from extproc.outcome import RoutingOutcome
 from extproc.policy.load import compile_text
 from extproc.server.app import ExtProcServer
-from extproc.server.console import ASSETS, STATIC_DIR, policy_tree
+from extproc.server.console_routes import ASSETS, STATIC_DIR, policy_tree
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
 from tests.server.test_grpc_service import (

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from extproc.policy.conditions import All, Any_, Condition, Leaf, Not
-from extproc.server.admin import Handler, Response, json_response
+from extproc.server.admin import AdminTarget, Handler, Response, json_response
 
 if TYPE_CHECKING:
     from extproc.conversations.service import Conversations
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from extproc.observability.recent import RecentDecisions
     from extproc.policy.load import CompiledPolicy
     from extproc.policy.schema import Policy
-    from extproc.server.app import ExtProcServer
 
 STATIC_DIR = Path(__file__).resolve().parent / "console"
 # request path -> (file under STATIC_DIR, content type)
@@ -74,7 +73,7 @@ class Console:
 
     def __init__(
         self,
-        target: ExtProcServer,
+        target: AdminTarget,
         *,
         recent: RecentDecisions | None,
         metrics: Metrics | None,
@@ -166,7 +165,7 @@ class Console:
             200,
             {
                 "policy": None if spec is None else conversation_policy(spec),
-                **conversation_store(self.target.service.conversations),
+                **conversation_store(self.target.conversations),
                 "recent": [r.to_dict() for r in recent],
             },
         )
