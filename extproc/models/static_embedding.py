@@ -103,12 +103,10 @@ class StaticEmbedding:
             raise StaticEmbeddingError(f"the tokenizer has {vocab} tokens, the table {n} rows")
         self.tokenizer = tokenizer
         self.vectors = vectors
-        # The scale folded into each token's weight: one gather and one product per text.
-        self.scaled_weights = (np.asarray(weights, dtype=np.float32) * np.asarray(scales, dtype=np.float32)).astype(
-            np.float32
-        )
         self.scales = np.asarray(scales, dtype=np.float32)
         self.weights = np.asarray(weights, dtype=np.float32)
+        # The scale folded into each token's weight: one gather and one product per text.
+        self.scaled_weights = self.weights * self.scales
         self.dim = int(_dim)
         self.word_cache_size = word_cache_size
         self.word_ids: dict[str, list[int]] = {}

