@@ -208,7 +208,7 @@ class DecisionLog:
         for spec in policy.spec.signals:
             signal = policy.signals.get(spec.name)
             signals[spec.name] = {
-                "type": str(getattr(spec, "type", "")),
+                "type": spec.type,
                 "spec_sha256": signal_spec_hash(spec),
                 "on_error": signal.on_error if signal is not None else spec.on_error,
                 "used": signal is not None,

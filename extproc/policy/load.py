@@ -382,7 +382,7 @@ class PolicyLoader:
             self._model_reference(("client_models", index), name, models)
 
         signal_specs = {s.name: s for s in policy.signals}
-        types = {s.name: self.catalog.get(str(getattr(s, "type", ""))) for s in policy.signals}
+        types = {s.name: self.catalog.get(s.type) for s in policy.signals}
         used: set[str] = set()
         if "signals" in self._broken_sections:
             self.note(("signals",), "signal references were not checked: the signals section is invalid")
@@ -525,7 +525,7 @@ class PolicyLoader:
         for index, spec in enumerate(policy.signals):
             if spec.name not in used | for_tools:
                 continue
-            entry = self.catalog.get(str(getattr(spec, "type", "")))
+            entry = self.catalog.get(spec.type)
             assert entry is not None  # checked during parsing
             try:
                 built[spec.name] = entry.signal.build(spec, ctx)

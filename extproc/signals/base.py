@@ -106,10 +106,12 @@ class SignalResult:
 
 
 class SignalSpecBase(BaseModel):
-    """Fields every signal spec has. Subclasses add `type: Literal[...]` and their own fields."""
+    """Fields every signal spec has. Subclasses narrow `type` to their `Literal[...]` name and add
+    their own fields; the base declares it so that code holding any spec reads `spec.type`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    type: str
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")
     on_error: OnError | None = None  # None: the family default (safety -> match, routing -> no_match)
     timeout_ms: float | None = Field(default=None, gt=0)  # None: the policy's default
@@ -187,7 +189,7 @@ class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, eit
     def __init__(self, spec: SignalSpecBase) -> None:
         self.spec = spec
         self.name = spec.name
-        self.type: str = str(getattr(spec, "type", type(self).__name__))
+        self.type: str = spec.type
 
     @property
     def on_error(self) -> OnError:
