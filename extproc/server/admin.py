@@ -9,9 +9,12 @@
     POST /v1/policy/reload   reload the policy file now (as SIGHUP does) and say what happened
     GET  /console, /v1/console/...   the decision console (`extproc.server.console_routes`, added by the app)
 
-It is built on `asyncio.start_server` (no extra dependency). Each connection carries one
-request (`Connection: close`); reading is bounded in time and size, so a slow or hostile
-client costs a socket, never the event loop. Explain runs the same `Router.route` as the
+It is served by `aiohttp.web` (`extproc.web.AppServer`) on that loop; one catch-all route hands
+every request to the table of endpoints here, so the auth check, 404 and 405 stay this module's.
+Each connection carries one request (`Connection: close`); reading is bounded in time and size
+(a request head not complete within `READ_TIMEOUT_S` closes the connection, a body not read within
+it is a 408, a body over `max_body_bytes` a 413), so a slow or hostile client costs a socket, never
+the event loop. Explain runs the same `Router.route` as the
 ext_proc path, with the active policy; it is not counted in metrics or the decision log.
 
 Auth: with `server.admin_token` (or `admin_token_file`) set, every request but `GET /healthz`
@@ -39,11 +42,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
+import aiohttp
+from aiohttp import web
+
 from extproc.cache.service import explained
 from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
 from extproc.settings import Settings, SettingsError, is_loopback_host
+from extproc.web import AppServer
 
 if TYPE_CHECKING:
     from extproc.conversations.service import Conversations
@@ -154,7 +161,7 @@ class AdminServer:
         self.port = port
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
-        self._server: asyncio.Server | None = None
+        self._server: AppServer | None = None
         self._routes: dict[tuple[str, str], Handler] = {
             ("GET", "/metrics"): self._metrics,
             ("GET", "/healthz"): self._healthz,
@@ -190,63 +197,43 @@ class AdminServer:
 
     async def start(self) -> int:
         self.check_bind()
-        self._server = await asyncio.start_server(self._handle, self.host, self.port, limit=64 * 1024)
-        self.port = self._server.sockets[0].getsockname()[1]
+        app = web.Application(client_max_size=self.max_body_bytes)
+        app.router.add_route("*", "/{path:.*}", self._handle)  # one route: the table below dispatches
+        server = AppServer(
+            app, self.host, self.port, idle_timeout_s=READ_TIMEOUT_S, max_headers=MAX_HEADER_LINES, lingering_time_s=0
+        )
+        self.port = await server.start()
+        self._server = server
         log.info("admin listening", extra={"address": self.address})
         return self.port
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        server, self._server = self._server, None
+        if server is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            self._server = None
+                await server.close()
 
     # -- HTTP -----------------------------------------------------------------------------------
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _handle(self, request: web.Request) -> web.Response:
         try:
-            try:
-                response = await asyncio.wait_for(self._serve_one(reader), READ_TIMEOUT_S)
-            except TimeoutError:
-                response = _error(408, "request not received in time")
-            except (ValueError, asyncio.LimitOverrunError, asyncio.IncompleteReadError):
-                response = _error(400, "malformed HTTP request")
-            head = (
-                f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'Status')}\r\n"
-                f"Content-Type: {response.content_type}\r\n"
-                f"Content-Length: {len(response.body)}\r\n"
-                + "".join(f"{name}: {value}\r\n" for name, value in response.headers.items())
-                + "Connection: close\r\n\r\n"
-            )
-            writer.write(head.encode("latin-1") + response.body)
-            await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
-        except (ConnectionError, TimeoutError):
-            pass
-        except Exception:
-            log.exception("admin request failed")
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            response = await self._serve_one(request)
+        except TimeoutError:
+            response = _error(408, "request not received in time")
+        except (ValueError, aiohttp.ClientPayloadError):
+            response = _error(400, "malformed HTTP request")
+        reply = web.Response(
+            status=response.status,
+            reason=REASONS.get(response.status, "Status"),
+            body=response.body,
+            headers={"Content-Type": response.content_type, **response.headers},
+        )
+        reply.force_close()  # one request a connection: an unread body is never drained
+        return reply
 
-    async def _serve_one(self, reader: asyncio.StreamReader) -> Response:
-        line = await reader.readline()
-        parts = line.decode("latin-1").split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-            raise ValueError("bad request line")
-        method, target = parts[0].upper(), parts[1]
-        headers: dict[str, str] = {}
-        for _ in range(MAX_HEADER_LINES):
-            raw = await reader.readline()
-            if raw in (b"\r\n", b"\n", b""):
-                break
-            name, sep, value = raw.decode("latin-1").partition(":")
-            if not sep:
-                raise ValueError("bad header line")
-            headers[name.strip().lower()] = value.strip()
-        else:
-            return _error(400, "too many headers")
-        url = urlsplit(target)
+    async def _serve_one(self, request: web.Request) -> Response:
+        method = request.method.upper()
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        url = urlsplit(request.raw_path)
         denied = self._authorize(method, url.path, headers)
         if denied is not None:  # before the body is read: an unauthenticated client cannot make us buffer it
             return denied
@@ -257,7 +244,7 @@ class AdminServer:
             return _error(413, f"body over {self.max_body_bytes} bytes")
         if "chunked" in headers.get("transfer-encoding", "").lower():
             return _error(400, "chunked bodies are not supported; send content-length")
-        body = await reader.readexactly(length) if length else b""
+        body = await asyncio.wait_for(request.read(), READ_TIMEOUT_S) if length else b""
         handler = self._routes.get((method, url.path))
         if handler is None:
             if any(path == url.path for _, path in self._routes):

@@ -16,6 +16,7 @@ import pytest
 
 from extproc.cli import main
 from extproc.observability.observer import REQUEST_ID, RequestIdFilter
+from extproc.server import admin as admin_module
 from extproc.server.app import ExtProcServer
 from extproc.settings import Settings
 from tests.conftest import CHANGED, VISION, chat, image_chat
@@ -132,10 +133,11 @@ async def test_policy_metrics_reload_and_http_errors(server: ExtProcServer) -> N
         missing, wrong_method = await client.get("/nope"), await client.get("/v1/explain")
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
-    assert (await raw(server, b"POST /v1/explain HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\nx")).startswith(
-        b"HTTP/1.1 413"
-    )
-    assert (await raw(server, b"garbage\r\n\r\n")).startswith(b"HTTP/1.1 400")
+    assert (
+        await raw(server, b"POST /v1/explain HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nx")
+    ).startswith(b"HTTP/1.1 413")
+    # not HTTP at all: aiohttp's own 400 (status line HTTP/1.0, the request had no version to answer in)
+    assert (await raw(server, b"garbage\r\n\r\n")).split(b"\r\n", 1)[0].split(b" ")[1] == b"400"
 
 
 async def raw(server: ExtProcServer, request: bytes) -> bytes:
@@ -145,6 +147,22 @@ async def raw(server: ExtProcServer, request: bytes) -> bytes:
     reply = await asyncio.wait_for(reader.read(), 10)
     writer.close()
     return reply
+
+
+async def test_reads_are_bounded_in_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body that stops short is a 408; a request head that never ends closes the connection."""
+    monkeypatch.setattr(admin_module, "READ_TIMEOUT_S", 0.3)
+    policy = tmp_path / "vision.yaml"
+    policy.write_text(VISION)
+    srv = ExtProcServer(server_settings(policy))
+    await srv.start()
+    try:
+        short_body = await raw(srv, b"POST /v1/explain HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{}")
+        assert short_body.startswith(b"HTTP/1.1 408")
+        assert json.loads(short_body.split(b"\r\n\r\n", 1)[1])["error"]["code"] == "request_timeout"
+        assert await raw(srv, b"GET /healthz HTTP/1.1\r\nHost: x\r\n") == b""  # closed, unanswered
+    finally:
+        await srv.stop()
 
 
 async def test_sighup_path_reloads_the_file(server: ExtProcServer) -> None:

@@ -18,6 +18,7 @@ from extproc.models.registry import ModelRegistry
 from extproc.observability.recent import LATENCY_BOUNDS_MS, RecentDecisions, histogram
 from extproc.outcome import RoutingOutcome
 from extproc.policy.load import compile_text
+from extproc.server.admin import Response, json_response
 from extproc.server.app import ExtProcServer
 from extproc.server.console_routes import ASSETS, STATIC_DIR, policy_tree
 from extproc.settings import Settings
@@ -393,11 +394,15 @@ async def test_api_needs_the_token_and_the_page_does_not(tmp_path: Path) -> None
             assert (await authorized.get("/console/secrets.txt")).status_code == 404  # no file by name
 
 
+async def _empty(body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+    return json_response(200, {})
+
+
 def test_console_routes_cannot_shadow_the_admin_api(tmp_path: Path) -> None:
     server = ExtProcServer(console_settings(tmp_path))
     assert server.admin is not None
     with pytest.raises(ValueError, match="already taken"):
-        server.admin.add_routes({("GET", "/v1/console/recent"): server.admin._routes[("GET", "/healthz")]})
+        server.admin.add_routes({("GET", "/v1/console/recent"): _empty})
     with pytest.raises(ValueError, match="public route"):
         server.admin.add_routes({}, public=frozenset({("GET", "/metrics")}))
 
