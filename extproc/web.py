@@ -18,6 +18,9 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 SHUTDOWN_TIMEOUT_S = 2.0  # how long `close` waits for requests in flight
+# An idle keep-alive connection is closed after this long: longer than Envoy's upstream idle timeout
+# (1 h), so Envoy never reuses a connection the server is closing (aiohttp's own default).
+IDLE_TIMEOUT_S = 3630.0
 
 
 class _QuietClientErrors(logging.Filter):
@@ -48,7 +51,7 @@ class AppServer:
         host: str,
         port: int,
         *,
-        idle_timeout_s: float = 75.0,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
         max_headers: int = 128,
         lingering_time_s: float = 10.0,
     ) -> None:

@@ -1,4 +1,4 @@
-"""A small MCP server for demos and integration tests (stdlib asyncio only).
+"""A small MCP server for demos and integration tests (on `aiohttp.web`).
 
 It speaks MCP "streamable HTTP" JSON-RPC 2.0 on `POST /mcp`, answering every request with
 one `application/json` body (never an SSE stream; `GET /mcp` is 405): `initialize` (which
@@ -23,7 +23,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from extproc.ops.demo_upstream import _head, _HttpError, _Request, serve_connection, serve_until
+from aiohttp import web
+
+from extproc.web import AppServer, serve_until
 
 log = logging.getLogger("extproc.ops.demo_mcp")
 
@@ -33,6 +35,7 @@ SERVER_NAME = "vsr-demo-mcp"
 SERVER_VERSION = "0.1.0"
 MCP_PATH = "/mcp"
 DEFAULT_LISTEN = "127.0.0.1:8931"
+MAX_BODY = 64 * 1024 * 1024
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -103,82 +106,67 @@ class DemoMcpServer:
         self.sessions: set[str] = set()
         self.calls: list[tuple[str, dict[str, Any]]] = []  # (tool, arguments) in call order
         self.notes: list[str] = []
-        self._server: asyncio.Server | None = None
+        self._server: AppServer | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{MCP_PATH}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._connection, self.host, self.port, limit=1 << 20)
-        if self.port == 0:
-            self.port = int(self._server.sockets[0].getsockname()[1])
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{path:.*}", self._handle)
+        server = AppServer(app, self.host, self.port)
+        self.port = await server.start()
+        self._server = server
         log.info("demo mcp listening", extra={"mcp": self.name, "port": self.port})
 
     async def close(self) -> None:
         server, self._server = self._server, None
         if server is not None:
-            server.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.wait_closed(), 2.0)
+                await server.close()
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        async def refuse(exc: _HttpError) -> None:
-            await self._send(writer, exc.status, _rpc_error(None, INVALID_REQUEST, exc.message), close=True)
-
-        await serve_connection(reader, writer, self._handle, refuse)
-
-    async def _handle(self, request: _Request, writer: asyncio.StreamWriter, close: bool) -> None:
-        path = request.path.rstrip("/") or "/"
+    async def _handle(self, request: web.Request) -> web.Response:
+        path = request.raw_path.split("?", 1)[0].rstrip("/") or "/"
         if path in ("/health", "/healthz") and request.method == "GET":
-            await self._send(writer, 200, {"status": "ok", "name": self.name}, close=close)
-            return
+            return self._send(200, {"status": "ok", "name": self.name})
         if path != MCP_PATH:
-            await self._send(writer, 404, {"error": f"no route for {path}"}, close=close)
-            return
+            return self._send(404, {"error": f"no route for {path}"})
         if request.method != "POST":
             body = _rpc_error(None, INVALID_REQUEST, "this server streams nothing: POST JSON-RPC to /mcp")
-            await self._send(writer, 405, body, {"allow": "POST"}, close=close)
-            return
-        session = request.headers.get("mcp-session-id")
+            return self._send(405, body, {"allow": "POST"})
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return self._send(413, _rpc_error(None, INVALID_REQUEST, "body too large"))
+        return self._answer(request.headers.get("mcp-session-id"), raw)
+
+    def _answer(self, session: str | None, raw: bytes) -> web.Response:
+        """The answer to one POSTed JSON-RPC message."""
         extra = {"mcp-session-id": session} if session else {}
         try:
-            message = json.loads(request.body)
+            message = json.loads(raw)
         except ValueError as exc:
-            await self._send(writer, 400, _rpc_error(None, PARSE_ERROR, f"parse error: {exc}"), extra, close)
-            return
+            return self._send(400, _rpc_error(None, PARSE_ERROR, f"parse error: {exc}"), extra)
         if isinstance(message, list):
             body = _rpc_error(None, INVALID_REQUEST, "batches are not supported: send one message per request")
-            await self._send(writer, 400, body, extra, close)
-            return
+            return self._send(400, body, extra)
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             body = _rpc_error(None, INVALID_REQUEST, 'not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0")')
-            await self._send(writer, 400, body, extra, close)
-            return
+            return self._send(400, body, extra)
         if "method" not in message and ("result" in message or "error" in message):
-            await self._send(writer, 202, None, extra, close)  # a client's response: nothing to answer
-            return
+            return self._send(202, None, extra)  # a client's response: nothing to answer
         method = message.get("method")
         if "id" not in message:  # a notification (notifications/initialized, .../cancelled, ...)
             if isinstance(method, str):
                 log.debug("demo mcp notification", extra={"mcp": self.name, "method": method})
-                await self._send(writer, 202, None, extra, close)
-            else:
-                await self._send(
-                    writer, 400, _rpc_error(None, INVALID_REQUEST, "method must be a string"), extra, close
-                )
-            return
+                return self._send(202, None, extra)
+            return self._send(400, _rpc_error(None, INVALID_REQUEST, "method must be a string"), extra)
         request_id = message["id"]
         if isinstance(request_id, bool) or not isinstance(request_id, str | int):
-            await self._send(
-                writer, 400, _rpc_error(None, INVALID_REQUEST, "id must be a string or an integer"), extra, close
-            )
-            return
+            return self._send(400, _rpc_error(None, INVALID_REQUEST, "id must be a string or an integer"), extra)
         if not isinstance(method, str):
-            await self._send(
-                writer, 400, _rpc_error(request_id, INVALID_REQUEST, "method must be a string"), extra, close
-            )
-            return
+            return self._send(400, _rpc_error(request_id, INVALID_REQUEST, "method must be a string"), extra)
         params = message.get("params")
         if params is None:
             params = {}
@@ -191,9 +179,8 @@ class DemoMcpServer:
                 extra = {"mcp-session-id": session}
             result = self._dispatch(method, params)
         except _RpcError as exc:
-            await self._send(writer, 200, _rpc_error(request_id, exc.code, exc.message), extra, close)
-            return
-        await self._send(writer, 200, {"jsonrpc": "2.0", "id": request_id, "result": result}, extra, close)
+            return self._send(200, _rpc_error(request_id, exc.code, exc.message), extra)
+        return self._send(200, {"jsonrpc": "2.0", "id": request_id, "result": result}, extra)
 
     def _dispatch(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "initialize":
@@ -240,24 +227,13 @@ class DemoMcpServer:
             text = "refused: demo"
         return {"content": [{"type": "text", "text": text}], "isError": False}
 
-    async def _send(
-        self,
-        writer: asyncio.StreamWriter,
-        status: int,
-        body: dict[str, Any] | None,
-        extra: dict[str, str] | None = None,
-        close: bool = False,
-    ) -> None:
-        data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+    def _send(self, status: int, body: dict[str, Any] | None, extra: dict[str, str] | None = None) -> web.Response:
         headers = {"x-demo-mcp": self.name}
         if body is not None:
             headers["content-type"] = "application/json"
-        headers["content-length"] = str(len(data))
         headers.update(extra or {})
-        if close:
-            headers["connection"] = "close"
-        writer.write(_head(status, headers) + data)
-        await writer.drain()
+        data = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
+        return web.Response(status=status, body=data, headers=headers)
 
 
 async def serve(host: str, port: int, name: str = "mcp") -> DemoMcpServer:

@@ -1,4 +1,4 @@
-"""A small OpenAI-compatible upstream for demos and integration tests (stdlib asyncio only).
+"""A small OpenAI-compatible upstream for demos and integration tests (on `aiohttp.web`).
 
 It stands in for a vLLM server: `/v1/chat/completions` (plain and streaming SSE),
 `/v1/completions`, `/v1/responses`, Anthropic's `/v1/messages` (JSON and its SSE events; only
@@ -35,26 +35,17 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+
+from aiohttp import web
+
+from extproc.web import AppServer, serve_until
 
 log = logging.getLogger("extproc.ops.demo_upstream")
 
 MAX_BODY = 64 * 1024 * 1024
-_REASONS = {
-    200: "OK",
-    202: "Accepted",
-    204: "No Content",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
 DEMO_REPLY_HEADER = "x-demo-reply"
 DEMO_ERROR_HEADER = "x-demo-error"
 _ERROR_FORMS = ("json", "text", "mid-stream", "reset")
@@ -68,68 +59,6 @@ class DemoUpstream:
     models: tuple[str, ...] = ()
     stream_delay_s: float = 0.02  # between SSE chunks, so streaming is visible
     messages: bool = True  # serves Anthropic's /v1/messages natively (vLLM does)
-
-
-@dataclass(slots=True)
-class _Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: bytes
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-async def _read_request(reader: asyncio.StreamReader) -> _Request | None:
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-    except asyncio.LimitOverrunError as exc:
-        raise _HttpError(400, "request headers too large") from exc
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        method, target, _version = lines[0].split(" ", 2)
-    except ValueError as exc:
-        raise _HttpError(400, "bad request line") from exc
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            key, value = line.split(":", 1)
-            headers[key.strip().lower()] = value.strip()
-    body = b""
-    try:
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            parts = []
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    break
-                if size > MAX_BODY:
-                    raise _HttpError(413, "body too large")
-                parts.append(await reader.readexactly(size))
-                await reader.readexactly(2)
-            body = b"".join(parts)
-        elif "content-length" in headers:
-            length = int(headers["content-length"])
-            if length > MAX_BODY:
-                raise _HttpError(413, "body too large")
-            body = await reader.readexactly(max(length, 0))
-    except (ValueError, asyncio.LimitOverrunError) as exc:  # a size that is not a number, a runaway line
-        raise _HttpError(400, f"bad body framing: {exc}") from exc
-    return _Request(method.upper(), target.split("?", 1)[0], headers, body)
-
-
-def _head(status: int, headers: dict[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}"]
-    lines.extend(f"{k}: {v}" for k, v in headers.items())
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 def _error(message: str, code: str = "invalid_request") -> dict[str, Any]:
@@ -279,43 +208,30 @@ class DemoServer:
 
     def __init__(self, upstreams: Sequence[DemoUpstream]) -> None:
         self.upstreams = list(upstreams)
-        self._servers: list[asyncio.Server] = []
+        self._servers: list[AppServer] = []
 
     async def start(self) -> None:
         for upstream in self.upstreams:
-            server = await asyncio.start_server(
-                functools.partial(self._connection, upstream), upstream.host, upstream.port, limit=1 << 20
-            )
+            app = web.Application(client_max_size=MAX_BODY)
+            app.router.add_route("*", "/{path:.*}", functools.partial(self._handle, upstream))
+            server = AppServer(app, upstream.host, upstream.port)
+            await server.start()
             self._servers.append(server)
             log.info("demo upstream listening", extra={"cluster": upstream.cluster, "port": upstream.port})
 
     async def close(self) -> None:
         for server in self._servers:
-            server.close()
-        for server in self._servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.wait_closed(), 2.0)
+                await server.close()
         self._servers.clear()
 
-    async def _connection(
-        self, upstream: DemoUpstream, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        async def refuse(exc: _HttpError) -> None:
-            await self._send_json(writer, upstream, exc.status, _error(exc.message), "", close=True)
-
-        await serve_connection(reader, writer, functools.partial(self._handle, upstream), refuse)
-
-    async def _handle(
-        self, upstream: DemoUpstream, request: _Request, writer: asyncio.StreamWriter, close: bool
-    ) -> None:
-        path = request.path.rstrip("/") or "/"
+    async def _handle(self, upstream: DemoUpstream, request: web.Request) -> web.StreamResponse:
+        path = request.raw_path.split("?", 1)[0].rstrip("/") or "/"
         if path in ("/health", "/healthz") and request.method == "GET":
-            await self._send_json(writer, upstream, 200, {"status": "ok", "cluster": upstream.cluster}, "", close)
-            return
+            return self._json(upstream, 200, {"status": "ok", "cluster": upstream.cluster}, "")
         if path == "/v1/models" and request.method == "GET":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": upstream.cluster} for m in upstream.models]
-            await self._send_json(writer, upstream, 200, {"object": "list", "data": data}, "", close)
-            return
+            return self._json(upstream, 200, {"object": "list", "data": data}, "")
         handlers = {
             "/v1/chat/completions": self._chat,
             "/v1/completions": self._completions,
@@ -325,29 +241,26 @@ class DemoServer:
             handlers["/v1/messages"] = self._messages
         handler = handlers.get(path)
         if handler is None:
-            await self._send_json(writer, upstream, 404, _error(f"no route for {path}", "not_found"), "", close)
-            return
+            return self._json(upstream, 404, _error(f"no route for {path}", "not_found"), "")
         if request.method != "POST":
-            await self._send_json(writer, upstream, 405, _error("use POST", "method_not_allowed"), "", close)
-            return
+            return self._json(upstream, 405, _error("use POST", "method_not_allowed"), "")
         try:
-            payload = json.loads(request.body)
+            payload = json.loads(await request.read())
             if not isinstance(payload, dict):
                 raise ValueError("body is not a JSON object")
+        except web.HTTPRequestEntityTooLarge:
+            return self._json(upstream, 413, _error("body too large"), "")
         except ValueError as exc:
-            await self._send_json(writer, upstream, 400, _error(f"invalid JSON body: {exc}"), "", close)
-            return
+            return self._json(upstream, 400, _error(f"invalid JSON body: {exc}"), "")
         model = str(payload.get("model") or "")
         if DEMO_ERROR_HEADER in request.headers:
-            await self._fail(upstream, request.headers[DEMO_ERROR_HEADER], payload, model, writer, close)
-            return
+            return await self._fail(upstream, request.headers[DEMO_ERROR_HEADER], payload, model, request)
         scripted = request.headers.get(DEMO_REPLY_HEADER)
         if scripted is not None:
             try:
                 reply = decode_demo_reply(scripted)
             except ValueError as exc:
-                await self._send_json(writer, upstream, 400, _error(str(exc), "bad_demo_reply"), model, close)
-                return
+                return self._json(upstream, 400, _error(str(exc), "bad_demo_reply"), model)
         else:
             reply = _Reply(
                 f"[demo upstream cluster={upstream.cluster} model={model} "
@@ -355,11 +268,11 @@ class DemoServer:
                 f"you said: {_last_user_text(payload)}",
                 scripted=False,
             )
-        await handler(upstream, payload, model, reply, writer, close)
+        return await handler(upstream, payload, model, reply, request)
 
     async def _chat(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
-    ) -> None:
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, request: web.Request
+    ) -> web.StreamResponse:
         rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"
         created = int(time.time())
         if payload.get("stream"):
@@ -394,8 +307,7 @@ class DemoServer:
                 {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [c]}
                 for c in choices
             ]
-            await self._send_sse(writer, upstream, model, _chat_frames(events), close)
-            return
+            return await self._sse(request, upstream, model, _chat_frames(events))
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:
             message["tool_calls"] = list(reply.tool_calls)
@@ -407,11 +319,11 @@ class DemoServer:
             "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason, "logprobs": None}],
             "usage": _usage(reply.text),
         }
-        await self._send_json(writer, upstream, 200, body, model, close)
+        return self._json(upstream, 200, body, model)
 
     async def _completions(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
-    ) -> None:
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, request: web.Request
+    ) -> web.StreamResponse:
         body = {
             "id": f"cmpl-{uuid.uuid4().hex[:16]}",
             "object": "text_completion",
@@ -420,11 +332,11 @@ class DemoServer:
             "choices": [{"index": 0, "text": reply.text, "finish_reason": "stop", "logprobs": None}],
             "usage": _usage(reply.text),
         }
-        await self._send_json(writer, upstream, 200, body, model, close)
+        return self._json(upstream, 200, body, model)
 
     async def _responses(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
-    ) -> None:
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, request: web.Request
+    ) -> web.StreamResponse:
         items: list[dict[str, Any]] = []
         if reply.content is not None or not reply.tool_calls:
             items.append(
@@ -459,13 +371,12 @@ class DemoServer:
             "usage": {"input_tokens": 1, "output_tokens": words, "total_tokens": 1 + words},
         }
         if payload.get("stream"):
-            await self._send_sse(writer, upstream, model, _responses_frames(body), close)
-            return
-        await self._send_json(writer, upstream, 200, body, model, close)
+            return await self._sse(request, upstream, model, _responses_frames(body))
+        return self._json(upstream, 200, body, model)
 
     async def _messages(
-        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, writer: Any, close: bool
-    ) -> None:
+        self, upstream: DemoUpstream, payload: dict[str, Any], model: str, reply: _Reply, request: web.Request
+    ) -> web.StreamResponse:
         """Anthropic Messages, as vLLM's `/v1/messages` answers: text and tool_use blocks."""
         blocks: list[dict[str, Any]] = []
         if reply.content or not reply.tool_calls:
@@ -488,22 +399,20 @@ class DemoServer:
             "usage": {"input_tokens": 1, "output_tokens": words},
         }
         if payload.get("stream"):
-            await self._send_sse(writer, upstream, model, _messages_frames(body), close)
-            return
-        await self._send_json(writer, upstream, 200, body, model, close)
+            return await self._sse(request, upstream, model, _messages_frames(body))
+        return self._json(upstream, 200, body, model)
 
     async def _fail(
-        self, upstream: DemoUpstream, value: str, payload: dict[str, Any], model: str, writer: Any, close: bool
-    ) -> None:
+        self, upstream: DemoUpstream, value: str, payload: dict[str, Any], model: str, request: web.Request
+    ) -> web.StreamResponse:
         """The failure `x-demo-error` scripted (see the module docstring)."""
         try:
             status, form = parse_demo_error(value)
         except ValueError as exc:
-            await self._send_json(writer, upstream, 400, _error(str(exc), "bad_demo_error"), model, close)
-            return
+            return self._json(upstream, 400, _error(str(exc), "bad_demo_error"), model)
         message = f"demo upstream {upstream.cluster} failed with {status} as scripted"
         if form == "reset":
-            raise ConnectionResetError("x-demo-error: reset")  # serve_connection closes the socket
+            return _hang_up(request)
         if form == "mid-stream" and payload.get("stream"):
             chunk = {"id": "chatcmpl-demo-error", "object": "chat.completion.chunk", "model": model, "choices": []}
             frames = _chat_frames(
@@ -513,47 +422,40 @@ class DemoServer:
                     {"error": {"message": message, "type": "InternalServerError", "code": status}},
                 ]
             )
-            await self._send_sse(writer, upstream, model, frames, close)
-        elif form == "text":
+            return await self._sse(request, upstream, model, frames)
+        if form == "text":
             data = f"{message} (plain text)\n".encode()
-            headers = {**self._headers(upstream, model, "text/plain"), "content-length": str(len(data))}
-            if close:
-                headers["connection"] = "close"
-            writer.write(_head(status, headers) + data)
-            await writer.drain()
-        else:
-            await self._send_json(writer, upstream, status, _error(message, f"demo_{status}"), model, close)
+            return web.Response(status=status, body=data, headers=self._headers(upstream, model, "text/plain"))
+        return self._json(upstream, status, _error(message, f"demo_{status}"), model)
 
     def _headers(self, upstream: DemoUpstream, model: str, content_type: str) -> dict[str, str]:
         return {"content-type": content_type, "x-demo-upstream": upstream.cluster, "x-demo-model": model or "-"}
 
-    async def _send_json(
-        self, writer: Any, upstream: DemoUpstream, status: int, body: dict[str, Any], model: str, close: bool
-    ) -> None:
+    def _json(self, upstream: DemoUpstream, status: int, body: dict[str, Any], model: str) -> web.Response:
         data = json.dumps(body, separators=(",", ":")).encode()
-        headers = self._headers(upstream, model, "application/json")
-        headers["content-length"] = str(len(data))
-        if close:
-            headers["connection"] = "close"
-        writer.write(_head(status, headers) + data)
-        await writer.drain()
+        return web.Response(status=status, body=data, headers=self._headers(upstream, model, "application/json"))
 
-    async def _send_sse(
-        self, writer: Any, upstream: DemoUpstream, model: str, frames: list[bytes], close: bool
-    ) -> None:
+    async def _sse(
+        self, request: web.Request, upstream: DemoUpstream, model: str, frames: list[bytes]
+    ) -> web.StreamResponse:
         headers = self._headers(upstream, model, "text/event-stream")
         headers["cache-control"] = "no-cache"
-        headers["transfer-encoding"] = "chunked"
-        if close:
-            headers["connection"] = "close"
-        writer.write(_head(200, headers))
+        response = web.StreamResponse(status=200, headers=headers)
+        response.enable_chunked_encoding()
+        await response.prepare(request)
         for index, frame in enumerate(frames):
-            writer.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
-            await writer.drain()
+            await response.write(frame)
             if upstream.stream_delay_s and index < len(frames) - 1:
                 await asyncio.sleep(upstream.stream_delay_s)
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+        await response.write_eof()
+        return response
+
+
+def _hang_up(request: web.Request) -> web.StreamResponse:
+    """Close the connection without an answer (a crashed server); the response returned is never sent."""
+    if request.transport is not None:
+        request.transport.close()
+    return web.Response(status=500)
 
 
 def _chat_frames(events: list[dict[str, Any]]) -> list[bytes]:
@@ -654,51 +556,3 @@ async def serve_forever(upstreams: Sequence[DemoUpstream], stop: asyncio.Event |
     server = DemoServer(upstreams)
     await server.start()
     await serve_until(server, stop)
-
-
-async def serve_connection(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    handle: Callable[[_Request, asyncio.StreamWriter, bool], Awaitable[None]],
-    refuse: Callable[[_HttpError], Awaitable[None]],
-) -> None:
-    """One keep-alive HTTP/1.1 connection of a demo server: each request to `handle` (with whether
-    the client asked to close), a malformed one to `refuse`; the connection is always closed."""
-    try:
-        while True:
-            try:
-                request = await _read_request(reader)
-            except _HttpError as exc:
-                await refuse(exc)
-                return
-            if request is None:
-                return
-            close = request.headers.get("connection", "").lower() == "close"
-            await handle(request, writer, close)
-            if close:
-                return
-    except (ConnectionError, asyncio.IncompleteReadError):
-        return
-    finally:
-        with contextlib.suppress(Exception):
-            writer.close()
-
-
-class _Closable(Protocol):
-    async def close(self) -> None: ...
-
-
-async def serve_until(server: _Closable, stop: asyncio.Event | None) -> None:
-    """Keep a started demo server up until `stop` is set (or SIGINT/SIGTERM when it is None)."""
-    import signal
-
-    if stop is None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await server.close()
