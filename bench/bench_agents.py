@@ -19,14 +19,13 @@ import argparse
 import json
 import statistics
 import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.client import Client  # noqa: E402
 from extproc.ops.demo_upstream import encode_demo_reply  # noqa: E402
 from extproc.ops.envoy_config import EnvoyOptions  # noqa: E402
 from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
@@ -45,17 +44,12 @@ CALL = {
 }
 
 
-def post(url: str, body: dict[str, Any], headers: dict[str, str]) -> float:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(
-        url, data=data, headers={"content-type": "application/json", **headers}, method="POST"
-    )
-    started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=30) as response:
-        response.read()
-        if response.status != 200:
-            raise RuntimeError(f"status {response.status}")
-    return (time.perf_counter() - started) * 1000.0
+def post(client: Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> float:
+    """One request on a new connection, its body read whole: the latency in ms."""
+    reply = client.post(url, json.dumps(body).encode(), {"content-type": "application/json", **headers})
+    if reply.status != 200:
+        raise RuntimeError(f"status {reply.status}")
+    return reply.ms
 
 
 def cases(n: int) -> dict[str, tuple[dict[str, Any], dict[str, str]]]:
@@ -100,15 +94,16 @@ def main() -> int:
     )
     stack = Stack(config, sink=lambda line: None)
     stack.start()
+    client = Client(timeout_s=30, keep_alive=False)
     try:
         url = stack.base_url + "/v1/chat/completions"
         results: dict[str, list[float]] = {}
         plan = cases(args.requests)
         for body, headers in plan.values():  # warm up every path once
-            post(url, body, headers)
+            post(client, url, body, headers)
         for _ in range(args.requests):  # interleaved, so drift on a shared machine hits every case alike
             for name, (body, headers) in plan.items():
-                results.setdefault(name, []).append(post(url, body, headers))
+                results.setdefault(name, []).append(post(client, url, body, headers))
         print(f"{'case':<32} {'p50 ms':>8} {'p95 ms':>8} {'+p50 vs its baseline':>22}")
         for name, times in results.items():
             base = results["stream baseline (no tools)" if name.startswith("stream") else "baseline (no tools)"]
@@ -116,6 +111,7 @@ def main() -> int:
             print(f"{name:<32} {p50:>8.2f} {p95:>8.2f} {p50 - statistics.median(base):>+22.2f}")
         print(f"({args.requests} requests per case, interleaved, one at a time; cache off; demo upstream delay 0)")
     finally:
+        client.close()
         stack.stop()
     return 0
 

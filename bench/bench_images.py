@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import http.client
 import json
 import statistics
 import sys
@@ -35,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.bench_ocr import CLASSES  # noqa: E402
+from bench.client import Client  # noqa: E402
 from bench.load import peak_rss_mib, proc_figures, stack_config, with_nonce  # noqa: E402
 from extproc.ops.stack import Stack  # noqa: E402
 from extproc.testing.ocr_routing import corpus_images  # noqa: E402
@@ -53,18 +53,10 @@ def body_for(image: bytes) -> bytes:
     return json.dumps({"model": "auto", "messages": [{"role": "user", "content": content}]}).encode()
 
 
-def send(stack: Stack, body: bytes) -> tuple[float, int, str]:
+def send(client: Client, stack: Stack, body: bytes) -> tuple[float, int, str]:
     """One request on a new connection: (latency ms, status, the upstream that answered)."""
-    conn = http.client.HTTPConnection("127.0.0.1", stack.config.envoy.listener_port, timeout=60)
-    try:
-        t0 = time.perf_counter()
-        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
-        resp = conn.getresponse()
-        resp.read()
-        ms = (time.perf_counter() - t0) * 1000
-        return ms, resp.status, resp.getheader("x-demo-upstream") or f"status {resp.status}"
-    finally:
-        conn.close()
+    reply = client.post(stack.base_url + "/v1/chat/completions", body, {"content-type": "application/json"})
+    return reply.ms, reply.status, reply.headers.get("x-demo-upstream") or f"status {reply.status}"
 
 
 def main() -> int:
@@ -84,6 +76,7 @@ def main() -> int:
     if args.only:
         images = {k: v for k, v in images.items() if k in set(args.only.split(","))}
     stacks: dict[str, Stack] = {}
+    client = Client(timeout_s=60, keep_alive=False)
     try:
         for name, env in configs.items():
             cfg = stack_config(POLICY)
@@ -94,7 +87,7 @@ def main() -> int:
             stacks[name] = stack
             print(f"{name:10} stack up in {time.perf_counter() - t0:5.1f} s ({env or 'defaults'})", flush=True)
         for stack in stacks.values():  # one request each first: lazy model loads are not timed
-            send(stack, body_for(with_nonce(images[next(iter(images))], 0)))
+            send(client, stack, body_for(with_nonce(images[next(iter(images))], 0)))
         times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in images} for n in stacks}
         routes: dict[str, dict[str, set[str]]] = {n: {k: set() for k in images} for n in stacks}
         names = list(stacks)
@@ -104,18 +97,30 @@ def main() -> int:
             for image_name, data in images.items():
                 for name in order:
                     nonce += 1
-                    ms, _, upstream = send(stacks[name], body_for(with_nonce(data, nonce)))
+                    ms, _, upstream = send(client, stacks[name], body_for(with_nonce(data, nonce)))
                     times[name][image_name].append(ms)
                     routes[name][image_name].add(upstream)
         pids = {n: s.procs["extproc"].pid for n, s in stacks.items()}
         rss = {n: (proc_figures(pid)[0], peak_rss_mib(pid)) for n, pid in pids.items()}
     finally:
+        client.close()
         for stack in stacks.values():
             stack.stop()
+    return report(names, args.repeat, list(images), times, routes, rss)
 
+
+def report(
+    names: list[str],
+    repeat: int,
+    images: list[str],
+    times: dict[str, dict[str, list[float]]],
+    routes: dict[str, dict[str, set[str]]],
+    rss: dict[str, tuple[float, float]],
+) -> int:
+    """Print the figures; 1 when routing changed under the gate or a passport reached another model."""
     base = names[0]
     cols = "".join(f" {n + ' ms':>14}" for n in names) + "".join(f" {n + '/' + base[:5]:>12}" for n in names[1:])
-    print(f"\ncold one-image request through Envoy, p50 of {args.repeat} (ms), stacks interleaved in one run")
+    print(f"\ncold one-image request through Envoy, p50 of {repeat} (ms), stacks interleaved in one run")
     print(f"{'image':24}{cols}  upstream (today)")
     p50 = {n: {k: statistics.median(v) for k, v in times[n].items()} for n in names}
     for k in images:

@@ -50,7 +50,6 @@ import struct
 import subprocess
 import sys
 import time
-import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -60,6 +59,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.client import fetch, session  # noqa: E402
 from extproc.ops.envoy_config import EnvoyOptions  # noqa: E402
 from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
 
@@ -218,6 +218,9 @@ def workload(host: str, port: int) -> list[Payload]:
 
 
 # -- a small HTTP/1.1 keep-alive client -------------------------------------------------------
+# The load itself goes through this protocol, not aiohttp (bench/client.py): at hundreds of
+# clients aiohttp spends about twice the client CPU per request, taken from the 2 cores the stack
+# under test runs on. The admin endpoints read between levels go through bench/client.py.
 
 
 class _Connection(asyncio.Protocol):
@@ -363,17 +366,23 @@ def peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
-def router_counter(stack: Stack, name: str) -> int:
+async def get_text(url: str) -> str:
+    """One GET (an admin endpoint), its body as text; an error status raises."""
+    async with session(timeout_s=5) as client:
+        reply = await fetch(client, "GET", url)
+    if reply.status != 200:
+        raise RuntimeError(f"GET {url}: status {reply.status}")
+    return reply.text
+
+
+async def router_counter(stack: Stack, name: str) -> int:
     """The sum of one counter's samples on the router's own /metrics (admin port)."""
-    url = f"http://127.0.0.1:{stack.config.env['VSR_SERVER__ADMIN_PORT']}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as reply:
-        text = reply.read().decode()
+    text = await get_text(f"http://127.0.0.1:{stack.config.env['VSR_SERVER__ADMIN_PORT']}/metrics")
     return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name)))
 
 
-def ext_proc_active_streams(admin_url: str) -> int:
-    with urllib.request.urlopen(admin_url + "/stats?filter=^cluster.extproc.upstream_rq_active$", timeout=5) as reply:
-        text = reply.read().decode()
+async def ext_proc_active_streams(admin_url: str) -> int:
+    text = await get_text(admin_url + "/stats?filter=^cluster.extproc.upstream_rq_active$")
     for line in text.splitlines():
         name, _, value = line.partition(":")
         if name.strip() == "cluster.extproc.upstream_rq_active":
@@ -421,12 +430,12 @@ async def drive(stack: Stack, args: argparse.Namespace) -> list[Level]:
             level = Level(clients=clients, duration_s=args.duration)
             level.rss_start_mib, level.threads_start, level.fds_start = proc_figures(pid)
             level.rss_peak_before_mib = peak_rss_mib(pid)
-            fail_safe_before = router_counter(stack, "vsr_failsafe_routes_total")
+            fail_safe_before = await router_counter(stack, "vsr_failsafe_routes_total")
             latencies = sorted(await run_level(host, port, payloads, level, args.max_requests))
-            level.fail_safe = router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
+            level.fail_safe = await router_counter(stack, "vsr_failsafe_routes_total") - fail_safe_before
             await asyncio.sleep(0.5)  # let Envoy close its side of the last streams
             level.rss_end_mib, level.threads_end, level.fds_end = proc_figures(pid)
-            level.ext_proc_streams_after = ext_proc_active_streams(stack.admin_url)
+            level.ext_proc_streams_after = await ext_proc_active_streams(stack.admin_url)
             level.p50_ms, level.p99_ms = percentile_ms(latencies, 50), percentile_ms(latencies, 99)
             levels.append(level)
             print_level(level, args.rss_bound_mib)
