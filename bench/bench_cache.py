@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import aiohttp
 import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.client import Client, fetch, session  # noqa: E402
 from extproc.cache.embedding import StaticEmbedder  # noqa: E402
 from extproc.cache.keys import normalise, numbers_of, semantically_compatible  # noqa: E402
 from extproc.models.text_embedder import TextEmbedder, load_text_embedder  # noqa: E402
@@ -463,7 +465,7 @@ class Timed:
 
 
 def send(
-    client: object,
+    client: Client,
     url: str,
     text: str,
     tenant: str | None,
@@ -474,93 +476,55 @@ def send(
 ) -> str:
     """One request; records its cache state and (if it is the expected one) its latency, whole
     body read; returns the state."""
-    import httpx
-
-    assert isinstance(client, httpx.Client)
-    headers = {"content-type": "application/json"}
-    if tenant is not None:
-        headers["authorization"] = f"Bearer {tenant}"
-    t0 = time.perf_counter()
     try:
-        reply = client.post(url, content=chat_body(text, stream=stream), headers=headers)
-        reply.read()
-    except httpx.HTTPError:
+        reply = client.post(url, chat_body(text, stream=stream), request_headers(tenant))
+    except (aiohttp.ClientError, TimeoutError):
         timed.errors += 1
         return "error"
-    state = str(reply.headers.get("x-vsr-cache", "-"))
-    timed.record((time.perf_counter() - t0) * 1000.0, reply.status_code, state, expect)
+    state = reply.headers.get("x-vsr-cache", "-")
+    timed.record(reply.ms, reply.status, state, expect)
     if state == "hit" and "x-vsr-cache-similarity" in reply.headers:
         timed.similarity.append(float(reply.headers["x-vsr-cache-similarity"]))
     return state
 
 
-async def _post(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
-) -> tuple[int, dict[str, str]]:
-    """One HTTP/1.1 exchange on a kept-alive connection: content-length or chunked bodies."""
-    writer.write(request)
-    await writer.drain()
-    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-    status = int(head[0].split(" ", 2)[1])
-    headers = {}
-    for line in head[1:]:
-        name, _, value = line.partition(":")
-        if name:
-            headers[name.strip().lower()] = value.strip()
-    if "content-length" in headers:
-        await reader.readexactly(int(headers["content-length"]))
-    elif headers.get("transfer-encoding", "").lower() == "chunked":
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
-            await reader.readexactly(size + 2)
-            if size == 0:
-                break
-    return status, headers
+def request_headers(tenant: str | None) -> dict[str, str]:
+    """A chat request's headers: JSON, and the tenant as its bearer token when there is one."""
+    headers = {"content-type": "application/json"}
+    if tenant is not None:
+        headers["authorization"] = f"Bearer {tenant}"
+    return headers
 
 
-async def closed_loop(port: int, work: list[list[tuple[int, bytes]]], deadline_s: float) -> Timed:
+Request = tuple[int, bytes, dict[str, str]]  # closed loop: (index, body, headers)
+
+
+async def closed_loop(url: str, work: list[list[Request]], deadline_s: float) -> Timed:
     """One connection per worker list, each sending its own requests in order; all in one loop
-    (a thread pool of HTTP clients would spend the 2 cores this machine has on the GIL)."""
+    (a thread pool of HTTP clients would spend the 2 cores this machine has on the GIL). Every
+    request is a miss costing the server milliseconds, so aiohttp's client CPU (tens of us a
+    request, bench/client.py) weighs little, and alike on the cache-on and cache-off rounds."""
     timed = Timed()
     stop_at = time.perf_counter() + deadline_s
+    async with session(timeout_s=30, limit=len(work)) as client:
 
-    async def worker(requests: list[tuple[int, bytes]]) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            for index, request in requests:
+        async def worker(requests: list[Request]) -> None:
+            for index, body, headers in requests:
                 if time.perf_counter() > stop_at:
                     return
-                t0 = time.perf_counter()
                 try:
-                    status, headers = await asyncio.wait_for(_post(reader, writer, request), 30)
-                except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
+                    reply = await fetch(client, "POST", url, body, headers)
+                except (aiohttp.ClientError, TimeoutError):
                     timed.errors += 1
-                    writer.close()
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
                     continue
-                timed.record((time.perf_counter() - t0) * 1000.0, status, headers.get("x-vsr-cache", "-"))
-                if status != 200:
+                timed.record(reply.ms, reply.status, reply.headers.get("x-vsr-cache", "-"))
+                if reply.status != 200:
                     timed.refused.append(index)
-        finally:
-            writer.close()
 
-    started = time.perf_counter()
-    await asyncio.gather(*(worker(w) for w in work))
-    timed.elapsed_s = time.perf_counter() - started
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in work))
+        timed.elapsed_s = time.perf_counter() - started
     return timed
-
-
-def raw_request(port: int, text: str, tenant: str | None) -> bytes:
-    body = chat_body(text, stream=False)
-    lines = [
-        "POST /v1/chat/completions HTTP/1.1",
-        f"host: 127.0.0.1:{port}",
-        "content-type: application/json",
-        f"content-length: {len(body)}",
-    ]
-    if tenant is not None:
-        lines.append(f"authorization: Bearer {tenant}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
 
 @dataclass(slots=True)
@@ -607,10 +571,9 @@ def throughput(
     """Every request a miss: distinct prompts, worker k sends its share under tenant tag-k, for
     each tag in turn, back to back: one sustained round (`offset`: the prompts' index in the
     whole list, for the refused-request report)."""
-    port = stack.config.envoy.listener_port
     work = [
         [
-            (offset + i, raw_request(port, prompts[i], f"{tag}-{k}"))
+            (offset + i, chat_body(prompts[i], stream=False), request_headers(f"{tag}-{k}"))
             for tag in tags
             for i in range(k, len(prompts), concurrency)
         ]
@@ -618,7 +581,7 @@ def throughput(
     ]
     pids = {"extproc": stack.procs["extproc"].pid, "envoy": stack.procs["envoy"].pid}
     before = {k: cpu_seconds(v) for k, v in pids.items()}
-    timed = asyncio.run(closed_loop(port, work, deadline_s))
+    timed = asyncio.run(closed_loop(stack.base_url + "/v1/chat/completions", work, deadline_s))
     drain = wait_idle(pids["extproc"])  # the stores' CPU belongs to these requests, and the next round starts clean
     return Round(
         timed,
@@ -668,7 +631,7 @@ WARM_UP = [
 ]
 
 
-def warm_up(stack: Stack, client: object, url: str, extra: Sequence[str]) -> str:
+def warm_up(stack: Stack, client: Client, url: str, extra: Sequence[str]) -> str:
     """Send the warm-up texts (not measured); returns the server's loaded models."""
     scratch = Timed()
     for i, text in enumerate([*WARM_UP, *extra]):
@@ -677,14 +640,17 @@ def warm_up(stack: Stack, client: object, url: str, extra: Sequence[str]) -> str
     return loaded_models(stack)
 
 
+def admin_metrics(stack: Stack) -> str:
+    """The server's admin /metrics text."""
+    with Client(timeout_s=5) as client:
+        return client.get(f"http://127.0.0.1:{stack.config.env['VSR_SERVER__ADMIN_PORT']}/metrics").text
+
+
 def loaded_models(stack: Stack) -> str:
     """The server's `vsr_model_loaded` gauges, from its admin /metrics."""
-    import httpx
-
-    port = stack.config.env["VSR_SERVER__ADMIN_PORT"]
     try:
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    except httpx.HTTPError as exc:
+        text = admin_metrics(stack)
+    except (aiohttp.ClientError, TimeoutError) as exc:
         return f"(metrics unavailable: {exc})"
     found: list[tuple[str, str]] = re.findall(r'^vsr_model_loaded\{model="([^"]+)"\} ([0-9.]+)$', text, re.M)
     return ", ".join(f"{name}={'loaded' if float(v) else 'unavailable'}" for name, v in found) or "(none yet)"
@@ -692,12 +658,9 @@ def loaded_models(stack: Stack) -> str:
 
 def cache_counts(stack: Stack) -> Counter[str]:
     """The server's semantic-cache lookup and store counters (admin /metrics), keyed by their labels."""
-    import httpx
-
-    port = stack.config.env["VSR_SERVER__ADMIN_PORT"]
     try:
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-    except httpx.HTTPError:
+        text = admin_metrics(stack)
+    except (aiohttp.ClientError, TimeoutError):
         return Counter()
     found: list[tuple[str, str, str]] = re.findall(
         r"^vsr_semantic_cache_(lookups|stores)(?:_total)?\{([^}]*)\} ([0-9.e+]+)$", text, re.M
@@ -706,8 +669,6 @@ def cache_counts(stack: Stack) -> Counter[str]:
 
 
 def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
-    import httpx
-
     default_t = float(found["default_t"])  # type: ignore[arg-type]
     margin = float(found["margin"])  # type: ignore[arg-type]
     minilm: dict[str, np.ndarray] = found["minilm"]  # type: ignore[assignment]
@@ -755,7 +716,7 @@ def section_b(args: argparse.Namespace, found: dict[str, object]) -> None:
         )
         url_on = stack_on.base_url + "/v1/chat/completions"
         url_off = stack_off.base_url + "/v1/chat/completions"
-        with httpx.Client(timeout=30.0) as client:
+        with Client(timeout_s=30.0) as client:
             print(f"  cache on  warm-up done; models: {warm_up(stack_on, client, url_on, warm)}", flush=True)
             print(f"  cache off warm-up done; models: {warm_up(stack_off, client, url_off, warm)}", flush=True)
             miss, hit, sem_miss, sem_hit, off = Timed(), Timed(), Timed(), Timed(), Timed()

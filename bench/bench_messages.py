@@ -29,9 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.client import Client
 from extproc.conversations.service import Conversations, response_key, tenant_scope
 from extproc.conversations.store import ConversationStore, MemoryStore, RedisStore
 from extproc.ops.envoy_config import EnvoyOptions
@@ -92,19 +93,15 @@ def through_envoy(requests: int) -> None:
         try:
             times: dict[str, list[float]] = {name: [] for name, *_ in KINDS}
             events: dict[str, int] = {name: 0 for name, *_ in KINDS}
-            with httpx.Client(
-                base_url=stack.base_url, timeout=30, headers={"content-type": "application/json"}
-            ) as client:
+            with Client(timeout_s=30) as client:
                 for round_index in range(requests + 20):
                     for name, kind, model, stream in KINDS:
                         path, data = body(kind, model, f"Tell me a fact about the number {round_index}.", stream)
-                        started = time.perf_counter()
-                        reply = client.post(path, content=data)
-                        elapsed = time.perf_counter() - started
-                        if reply.status_code != 200:
-                            raise SystemExit(f"{name}: {reply.status_code} {reply.text[:200]}")
+                        reply = client.post(stack.base_url + path, data, {"content-type": "application/json"})
+                        if reply.status != 200:
+                            raise SystemExit(f"{name}: {reply.status} {reply.text[:200]}")
                         if round_index >= 20:  # warm-up rounds are not counted
-                            times[name].append(elapsed)
+                            times[name].append(reply.ms / 1000.0)
                             if stream:
                                 events[name] += reply.text.count("\n\n")
         finally:
