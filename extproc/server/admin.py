@@ -1,4 +1,4 @@
-"""The admin HTTP server: a small HTTP/1.1 server on the gRPC server's event loop.
+"""The admin HTTP server, on the gRPC server's event loop.
 
     GET  /metrics            Prometheus text exposition
     GET  /healthz            state, policy version, each model loaded or unavailable, signals that cannot run
@@ -11,11 +11,11 @@
 
 It is served by `aiohttp.web` (`extproc.web.AppServer`) on that loop; one catch-all route hands
 every request to the table of endpoints here, so the auth check, 404 and 405 stay this module's.
-Each connection carries one request (`Connection: close`); reading is bounded in time and size
-(a request head not complete within `READ_TIMEOUT_S` closes the connection, a body not read within
-it is a 408, a body over `max_body_bytes` a 413), so a slow or hostile client costs a socket, never
-the event loop. Explain runs the same `Router.route` as the
-ext_proc path, with the active policy; it is not counted in metrics or the decision log.
+Each connection carries one request (`Connection: close`); reading is bounded in time and size (a
+request head not complete within `READ_TIMEOUT_S` closes the connection, a body not read within it
+is a 408, a body over `max_body_bytes` a 413), so a slow or hostile client costs a socket, never the
+event loop. Explain runs the same `Router.route` as the ext_proc path, with the active policy; it is
+not counted in metrics or the decision log.
 
 Auth: with `server.admin_token` (or `admin_token_file`) set, every request but `GET /healthz`
 needs `Authorization: Bearer <token>` (compared in constant time; 401 with `WWW-Authenticate`
