@@ -6,9 +6,10 @@ its whole body read, its latency measured from just before the request to the la
 `keep_alive=False` opens a fresh connection for every request (as `http.client` or `urllib`
 one-shot requests did), so a figure includes the TCP connect.
 
-The closed-loop load generators (`bench/loadgen.py`, `bench/load.py`) keep their own asyncio
-protocol: under load aiohttp costs about twice the client CPU a request (measured: 75-81 us
-against 35 us), which on a 2-core host comes out of the system being measured.
+The closed-loop load (`bench/load.py`, `bench/bench_envoy.py`) goes through `bench/loadgen.py`'s
+asyncio protocol instead: under load aiohttp costs about twice the client CPU a request (measured
+at 50 connections: 75-81 us against 35 us), which on a 2-core host comes out of the system being
+measured.
 """
 
 from __future__ import annotations

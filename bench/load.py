@@ -60,6 +60,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.client import fetch, session  # noqa: E402
+from bench.loadgen import Connection  # noqa: E402
 from extproc.ops.envoy_config import EnvoyOptions  # noqa: E402
 from extproc.ops.stack import Stack, StackConfig, free_port, loopback_overrides  # noqa: E402
 
@@ -217,69 +218,10 @@ def workload(host: str, port: int) -> list[Payload]:
     return payloads
 
 
-# -- a small HTTP/1.1 keep-alive client -------------------------------------------------------
-# The load itself goes through this protocol, not aiohttp (bench/client.py): at hundreds of
-# clients aiohttp spends about twice the client CPU per request, taken from the 2 cores the stack
-# under test runs on. The admin endpoints read between levels go through bench/client.py.
-
-
-class _Connection(asyncio.Protocol):
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-        self.waiter: asyncio.Future[tuple[int, str | None]] | None = None
-        self.transport: asyncio.Transport | None = None
-        self.closed = False
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        self._complete()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_exception(ConnectionError("connection closed mid-response"))
-
-    def _complete(self) -> None:
-        if self.waiter is None or self.waiter.done():
-            return
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = bytes(self.buffer[:end]).decode("latin-1").split("\r\n")
-        headers = {}
-        for line in head[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        start = end + 4
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            pos = start
-            while True:
-                line_end = self.buffer.find(b"\r\n", pos)
-                if line_end < 0:
-                    return
-                size = int(bytes(self.buffer[pos:line_end]).split(b";")[0], 16)
-                pos = line_end + 2 + size + 2
-                if len(self.buffer) < pos:
-                    return
-                if size == 0:
-                    total = pos
-                    break
-        else:
-            total = start + int(headers.get("content-length", "0"))
-            if len(self.buffer) < total:
-                return
-        del self.buffer[:total]
-        self.waiter.set_result((int(head[0].split(" ", 2)[1]), headers.get("x-demo-upstream")))
-
-    async def send(self, wire: bytes) -> tuple[int, str | None]:
-        assert self.transport is not None
-        self.waiter = asyncio.get_running_loop().create_future()
-        self.transport.write(wire)
-        return await self.waiter
+# -- the load ----------------------------------------------------------------------------------
+# The load goes through bench/loadgen.py's keep-alive protocol, not aiohttp (bench/client.py): at
+# hundreds of clients aiohttp spends about twice the client CPU a request, taken from the 2 cores
+# the stack under test runs on. The admin endpoints read between levels go through bench/client.py.
 
 
 async def run_level(host: str, port: int, payloads: list[Payload], level: Level, max_requests: int) -> list[float]:
@@ -290,18 +232,19 @@ async def run_level(host: str, port: int, payloads: list[Payload], level: Level,
     nonces = itertools.count(int(time.time() * 1000))
 
     async def client(offset: int) -> None:
-        conn: _Connection | None = None
+        conn: Connection | None = None
         i = offset
         while budget[0] > 0 and time.perf_counter() < stop_at:
             budget[0] -= 1
             payload = payloads[i % len(payloads)]
             i += 1
             try:
-                if conn is None or conn.closed:
-                    _, conn = await loop.create_connection(_Connection, host, port)
+                if conn is None or conn.lost:
+                    _, conn = await loop.create_connection(Connection, host, port)
                 wire = payload.wire(next(nonces))
                 started = time.perf_counter()
-                status, upstream = await asyncio.wait_for(conn.send(wire), REQUEST_TIMEOUT_S)
+                status, headers = await asyncio.wait_for(conn.exchange(wire), REQUEST_TIMEOUT_S)
+                upstream = headers.get("x-demo-upstream")
                 latencies.append(time.perf_counter() - started)
             except (OSError, TimeoutError) as exc:
                 level.errors += 1
