@@ -4,7 +4,7 @@
     .venv/bin/python bench/bench_http.py --before REV -n 5000
 
 Each server runs in its own process (the revision's tree from `git archive`, or this one) on a
-free loopback port; one client (aiohttp) sends N sequential requests to each, the same way for
+free loopback port; one client (bench/client.py, aiohttp) sends N sequential requests to each, the same way for
 both: `GET /healthz` and `GET /metrics` on the admin port (a fresh connection each, as the admin
 server closes every one), and a non-streamed chat completion to the demo upstream (one kept-alive
 connection). Prints p50 / p99 latency and requests/s side by side.
@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import aiohttp
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.client import fetch, session  # noqa: E402
 
 # Started with PYTHONPATH set to one tree: prints the admin port and the demo upstream's, then
 # serves until its stdin closes.
@@ -59,7 +60,7 @@ async def main():
 asyncio.run(main())
 """
 
-CHAT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
+CHAT = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hello there"}]}).encode()
 
 
 @contextmanager
@@ -93,16 +94,16 @@ def server(tree: Path) -> Iterator[tuple[int, int]]:
 
 
 async def timed(n: int, url: str, *, post: bool, keep_alive: bool) -> list[float]:
-    connector = aiohttp.TCPConnector(force_close=not keep_alive, limit=1)
+    """N sequential requests; their latencies (s)."""
     latencies = []
-    async with aiohttp.ClientSession(connector=connector) as session:
+    async with session(keep_alive=keep_alive, limit=1) as client:
         for _ in range(n):
-            t0 = time.perf_counter()
-            request = session.post(url, json=CHAT) if post else session.get(url)
-            async with request as reply:
-                await reply.read()
-                assert reply.status == 200, reply.status
-            latencies.append(time.perf_counter() - t0)
+            if post:
+                reply = await fetch(client, "POST", url, CHAT, {"content-type": "application/json"})
+            else:
+                reply = await fetch(client, "GET", url)
+            assert reply.status == 200, reply.status
+            latencies.append(reply.ms / 1000.0)
     return latencies
 
 
