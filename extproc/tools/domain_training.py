@@ -64,6 +64,7 @@ from extproc.models.static_embedding import (
     quantise_rows,
     sif_weights,
 )
+from extproc.tools.fitting import Sparse, minimise_lbfgs
 from extproc.tools.training import (
     CachedEmbedder,
     Embedder,
@@ -134,73 +135,6 @@ def balanced_weights(y: IntArray, k: int) -> F64Array:
 # --- sparse features + softmax regression ---------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Sparse:
-    """A CSR matrix in numpy (rows sorted), sliced by rows without torch's per-call coalescing."""
-
-    indptr: IntArray
-    indices: IntArray
-    data: F64Array
-    n_cols: int
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (int(self.indptr.shape[0] - 1), self.n_cols)
-
-    def take(self, rows: IntArray) -> Sparse:
-        lengths = self.indptr[rows + 1] - self.indptr[rows]
-        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        idx = (
-            np.concatenate([np.arange(self.indptr[r], self.indptr[r + 1]) for r in rows])
-            if len(rows)
-            else np.zeros(0, np.int64)
-        )
-        return Sparse(indptr, self.indices[idx], self.data[idx], self.n_cols)
-
-    def torch_pair(self) -> tuple[Any, Any]:
-        """(X, X transposed) as torch CSR tensors, built once per fit."""
-        import torch
-
-        n, d = self.shape
-        x = torch.sparse_csr_tensor(
-            torch.from_numpy(self.indptr),
-            torch.from_numpy(self.indices),
-            torch.from_numpy(self.data),
-            (n, d),
-            check_invariants=False,
-        )
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr))
-        order = np.lexsort((rows, self.indices))
-        counts = np.bincount(self.indices, minlength=d)
-        t_indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        xt = torch.sparse_csr_tensor(
-            torch.from_numpy(t_indptr),
-            torch.from_numpy(rows[order]),
-            torch.from_numpy(self.data[order]),
-            (d, n),
-            check_invariants=False,
-        )
-        return x, xt
-
-
-def sparse_rows(
-    texts: Sequence[str], features: Callable[[str], tuple[npt.NDArray[Any], npt.NDArray[Any]]], n_cols: int
-) -> Sparse:
-    indptr, cols, vals = [0], [], []
-    for text in texts:
-        ids, values = features(text)
-        order = np.argsort(ids, kind="stable")
-        cols.append(ids[order].astype(np.int64))
-        vals.append(values[order].astype(np.float64))
-        indptr.append(indptr[-1] + ids.shape[0])
-    return Sparse(
-        np.asarray(indptr, dtype=np.int64),
-        np.concatenate(cols) if cols else np.zeros(0, np.int64),
-        np.concatenate(vals) if vals else np.zeros(0),
-        n_cols,
-    )
-
-
 def take_rows(x: Any, rows: IntArray) -> Any:
     return x.take(rows) if isinstance(x, Sparse) else np.asarray(x)[rows]
 
@@ -212,7 +146,6 @@ def fit_softmax(
     the gradient written out (X^T (P - Y) w), so each step is two sparse products."""
     import torch
 
-    torch.set_num_threads(threads)
     if isinstance(x, Sparse):
         xt_pair = x.torch_pair()
         forward, backward = xt_pair[0], xt_pair[1]
@@ -225,20 +158,8 @@ def fit_softmax(
     onehot = torch.zeros(n, k, dtype=torch.float64)
     onehot[torch.arange(n), torch.from_numpy(np.asarray(y, dtype=np.int64))] = 1.0
     cw = torch.from_numpy(np.asarray(weights, dtype=np.float64))[:, None]
-    params = torch.zeros(d * k + k, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [params],
-        lr=1.0,
-        max_iter=max_iter,
-        max_eval=max_iter * 2,
-        tolerance_grad=1e-8,
-        tolerance_change=1e-11,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-    )
 
-    def closure() -> Any:
-        theta = params.detach()
+    def loss_and_grad(theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         w, b = theta[: d * k].view(d, k), theta[d * k :]
         z = forward @ w + b
         logp = torch.log_softmax(z, dim=1)
@@ -247,11 +168,11 @@ def fit_softmax(
         grad = torch.empty_like(theta)
         grad[: d * k] = (backward @ g + l2 * w).reshape(-1)
         grad[d * k :] = g.sum(dim=0)
-        params.grad = grad
-        return loss
+        return loss, grad
 
-    opt.step(closure)  # type: ignore[no-untyped-call]
-    theta = params.detach().numpy()
+    theta = minimise_lbfgs(
+        loss_and_grad, d * k + k, max_iter=max_iter, tolerance_grad=1e-8, tolerance_change=1e-11, threads=threads
+    )
     return theta[: d * k].reshape(d, k).copy(), theta[d * k :].copy()
 
 
@@ -380,7 +301,7 @@ def first_stage_matrix(texts: Sequence[str], config: LexicalConfig, static: Stat
         vector = static.vector(text).astype(np.float64) * scale
         return np.concatenate([ids.astype(np.int64), dense_cols]), np.concatenate([values.astype(np.float64), vector])
 
-    return sparse_rows(texts, features, n_lex + static.dim)
+    return Sparse.from_texts(texts, features, n_lex + static.dim)
 
 
 def train(
@@ -598,8 +519,8 @@ def baselines(
     yt = np.array([labels.index(r.label) for r in test_rows], dtype=np.int64)
     w = balanced_weights(y, k)
     tfidf = TfidfFeatures([r.text for r in train_rows])
-    xtr = sparse_rows([r.text for r in train_rows], tfidf, len(tfidf.index))
-    xte = sparse_rows([r.text for r in test_rows], tfidf, len(tfidf.index))
+    xtr = Sparse.from_texts([r.text for r in train_rows], tfidf, len(tfidf.index))
+    xte = Sparse.from_texts([r.text for r in test_rows], tfidf, len(tfidf.index))
     tw, tb = fit_softmax(xtr, y, w, k, l2=1e-4, max_iter=300, threads=threads)
     p_tfidf = predict_softmax(xte, tw, tb)
     ew, eb = fit_softmax(train_emb.astype(np.float64), y, w, k, l2=1e-4, max_iter=300, threads=threads)

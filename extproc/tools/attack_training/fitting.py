@@ -15,48 +15,14 @@ from extproc.models.attack_classifier import (
     LexicalConfig,
     lexical_features,
 )
-from extproc.tools.attack_training.corpus import BoolArray, F64Array, FloatArray, IntArray, TrainConfig
+from extproc.tools.attack_training.corpus import BoolArray, F64Array, FloatArray, TrainConfig
+from extproc.tools.fitting import Sparse, minimise_lbfgs
 
 # --- sparse lexical matrix + logistic regression ------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SparseRows:
-    """A CSR matrix: row i holds columns indices[indptr[i]:indptr[i+1]] with values data[...]."""
-
-    indptr: IntArray
-    indices: IntArray
-    data: F64Array
-    n_cols: int
-
-    @property
-    def n_rows(self) -> int:
-        return int(self.indptr.shape[0] - 1)
-
-    def take(self, rows: IntArray) -> SparseRows:
-        starts, ends = self.indptr[rows], self.indptr[rows + 1]
-        lengths = ends - starts
-        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        parts = [np.arange(s, e, dtype=np.int64) for s, e in zip(starts, ends, strict=True)]
-        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        return SparseRows(indptr, self.indices[idx], self.data[idx], self.n_cols)
-
-    def row_ids(self) -> IntArray:
-        return np.repeat(np.arange(self.n_rows, dtype=np.int64), np.diff(self.indptr))
-
-
-def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> SparseRows:
-    indices: list[npt.NDArray[Any]] = []
-    values: list[npt.NDArray[Any]] = []
-    indptr = [0]
-    for text in texts:
-        ids, vals = lexical_features(text, config)
-        indices.append(ids.astype(np.int64))
-        values.append(vals.astype(np.float64))
-        indptr.append(indptr[-1] + ids.shape[0])
-    cat_i = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
-    cat_v = np.concatenate(values) if values else np.zeros(0, dtype=np.float64)
-    return SparseRows(np.asarray(indptr, dtype=np.int64), cat_i, cat_v, config.n_features)
+def lexical_matrix(texts: Sequence[str], config: LexicalConfig) -> Sparse:
+    return Sparse.from_texts(texts, lambda text: lexical_features(text, config), config.n_features)
 
 
 def sample_weights(
@@ -116,30 +82,18 @@ def _log_sigmoid(z: F64Array) -> F64Array:
 
 
 def fit_logistic_sparse(
-    x: SparseRows, y: BoolArray, weights: F64Array, *, l2: float, max_iter: int, threads: int = 1
+    x: Sparse, y: BoolArray, weights: F64Array, *, l2: float, max_iter: int, threads: int = 1
 ) -> tuple[F64Array, float]:
     """Weighted L2 logistic regression on a sparse matrix, full-batch L-BFGS (torch)."""
     import torch
 
-    torch.set_num_threads(threads)
     rows = x.row_ids()
     cw = np.asarray(weights, dtype=np.float64) / float(np.sum(weights))
     target = y.astype(np.float64)
     d = x.n_cols
-    params = torch.zeros(d + 1, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [params],
-        lr=1.0,
-        max_iter=max_iter,
-        max_eval=max_iter * 2,
-        tolerance_grad=1e-7,
-        tolerance_change=1e-10,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-    )
 
-    def closure() -> torch.Tensor:
-        theta = params.detach().numpy()
+    def loss_and_grad(params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        theta = params.numpy()
         w, b = theta[:d], theta[d]
         z = np.bincount(rows, weights=x.data * w[x.indices], minlength=x.n_rows) + b
         # loss_i = -[y log s(z) + (1-y) log s(-z)]
@@ -149,15 +103,15 @@ def fit_logistic_sparse(
         grad = np.empty(d + 1, dtype=np.float64)
         grad[:d] = np.bincount(x.indices, weights=x.data * resid[rows], minlength=d) + l2 * w
         grad[d] = resid.sum()
-        params.grad = torch.from_numpy(grad)
-        return torch.tensor(loss, dtype=torch.float64)
+        return torch.tensor(loss, dtype=torch.float64), torch.from_numpy(grad)
 
-    opt.step(closure)  # type: ignore[no-untyped-call]
-    theta = params.detach().numpy().copy()
+    theta = minimise_lbfgs(
+        loss_and_grad, d + 1, max_iter=max_iter, tolerance_grad=1e-7, tolerance_change=1e-10, threads=threads
+    )
     return theta[:d], float(theta[d])
 
 
-def sparse_logits(x: SparseRows, w: npt.NDArray[Any], b: float) -> F64Array:
+def sparse_logits(x: Sparse, w: npt.NDArray[Any], b: float) -> F64Array:
     z = np.bincount(x.row_ids(), weights=x.data * w[x.indices].astype(np.float64), minlength=x.n_rows)
     return np.asarray(z + b, dtype=np.float64)
 

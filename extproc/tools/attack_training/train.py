@@ -40,7 +40,6 @@ from extproc.tools.attack_training.corpus import (
 )
 from extproc.tools.attack_training.fitting import (
     HeadWeights,
-    SparseRows,
     cascade_predict,
     choose_thresholds,
     fit_head,
@@ -53,6 +52,7 @@ from extproc.tools.attack_training.fitting import (
     sparse_logits,
     sure_thresholds,
 )
+from extproc.tools.fitting import Sparse
 from extproc.tools.training import (
     Embedder,
     file_sha256,
@@ -248,7 +248,7 @@ def _train(
 
 
 def _fit_output(
-    data: TrainingSet, x: SparseRows, emb: FloatArray, output: str, number: int, say: Callable[[str], None]
+    data: TrainingSet, x: Sparse, emb: FloatArray, output: str, number: int, say: Callable[[str], None]
 ) -> OutputFit:
     """One output (its label against the rows `output_rows` gives): out-of-fold scores, thresholds
     chosen on them, then the final models on all of the output's rows."""
@@ -316,7 +316,7 @@ def _fit_output(
 
 
 def _out_of_fold_lexical(
-    data: TrainingSet, x_out: SparseRows, idx: IntArray, y: BoolArray, output: str, say: Callable[[str], None]
+    data: TrainingSet, x_out: Sparse, idx: IntArray, y: BoolArray, output: str, say: Callable[[str], None]
 ) -> F64Array:
     """Each row's lexical logit from the model fitted on the other folds."""
     cfg = data.cfg
