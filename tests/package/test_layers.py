@@ -13,7 +13,7 @@ PACKAGE = Path(extproc.__file__).resolve().parent
 
 # Lowest first. A module may import from its own layer and the layers before it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("extproc.errors", "extproc.headers"),
+    ("extproc.errors", "extproc.headers", "extproc.web"),
     ("extproc.images", "extproc.detectors"),
     ("extproc.protocol",),
     ("extproc.settings",),
