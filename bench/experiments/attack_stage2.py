@@ -22,8 +22,15 @@ texts' hidden states are computed and trained on.
 
     nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py prep
     nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py states
-    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py finetune
-    .venv/bin/python bench/experiments/attack_stage2.py report
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py states --pool   # + frozen layer-6 pools
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py pooling   # frozen_mlp, frozen_mlp_sub, pooling
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py finetune --epochs 3
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py finetune --epochs 1 --tag _e1
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py states --split-layer 5
+    nice -n 10 .venv/bin/python bench/experiments/attack_stage2.py finetune --split-layer 5 --epochs 3 --tag _l5
+    .venv/bin/python bench/experiments/attack_stage2.py report   # tables; results.json in --work
+
+Figures and conclusions: attack_stage2.md.
 """
 
 from __future__ import annotations
@@ -80,6 +87,9 @@ HEADS = 12
 DATA = Path("/work/shared/data/safety")
 WORK = Path("/tmp/stage2")
 REPO = Path(__file__).resolve().parents[2]
+# Decision thresholds swept where this study picks one (the training module's grid stops at 0.99; the
+# harmful heads need finer steps above it to reach the false-positive targets).
+DECISIONS = np.concatenate([np.round(np.arange(0.02, 0.9851, 0.01), 4), [0.99, 0.993, 0.996, 0.998, 0.999, 0.9995]])
 
 
 def say(msg: str) -> None:
@@ -510,6 +520,7 @@ def frozen_heads(work: Path, split_layer: int) -> None:
     t0 = time.perf_counter()
     shipped_scores = np.full((sr.fold.shape[0], 2), np.nan)
     pool_scores = np.full((sr.fold.shape[0], 2), np.nan)
+    sub_scores = np.full((sr.fold.shape[0], 2), np.nan)
     emb_stage = np.concatenate(
         [study.emb_train[sr.train_rows], study.emb_test[sr.test_rows], study.emb_every[sr.every_rows]]
     )
@@ -522,6 +533,14 @@ def frozen_heads(work: Path, split_layer: int) -> None:
         head = fit_head(inputs, positive[fit_rows], study.weights[o][fit_rows], cfg, seed=cfg.seed + 100 * k)
         lex = sr.z[:, k].astype(np.float64) * cfg.logit_scale
         shipped_scores[score_rows, k] = head_predict(head, head_inputs(emb_stage[score_rows], lex[score_rows], cfg))
+        # frozen_mlp_sub: the same recipe on the stage-2 rows of folds 0-3 only (the rows the
+        # fine-tune and pooling candidates train on), to tell the row choice from the model.
+        fit = np.flatnonzero(sr.weight[:, k] > 0)
+        s_inputs = head_inputs(emb_stage[fit], lex[fit], cfg)
+        s_head = fit_head(
+            s_inputs, sr.target[fit, k] > 0.5, sr.weight[fit, k].astype(np.float64), cfg, seed=cfg.seed + 100 * k
+        )
+        sub_scores[score_rows, k] = head_predict(s_head, head_inputs(emb_stage[score_rows], lex[score_rows], cfg))
         if not with_pooling:
             continue
         # pooling: stage-2 rows of folds 0-3.
@@ -533,6 +552,7 @@ def frozen_heads(work: Path, split_layer: int) -> None:
         pool_scores[score_rows, k] = head_predict(p_head, head_inputs(pooled[score_rows], lex[score_rows], cfg))
         say(f"frozen heads: {o} done, {time.perf_counter() - t0:.0f}s")
     save_scores(work, "frozen_mlp", study, sr, shipped_scores, time.perf_counter() - t0)
+    save_scores(work, "frozen_mlp_sub", study, sr, sub_scores, time.perf_counter() - t0)
     if with_pooling:
         save_scores(work, "pooling", study, sr, pool_scores, time.perf_counter() - t0)
 
@@ -615,7 +635,7 @@ def test_metrics(
     )
     # The decision threshold the test split itself would pick at <= 1% benign FP (low, high kept): a ceiling.
     best = (0.0, 0.0, 1.0)
-    for d in np.round(np.arange(0.02, 0.9951, 0.01), 4):
+    for d in DECISIONS:
         f, _ = cascade_predict(p, np.nan_to_num(s_test, nan=0.0), op.low, op.high, float(d), sure, reads)
         r, fp = float(f[y].mean()), float(f[benign].mean())
         if fp <= 0.01 and r > best[0]:
@@ -685,6 +705,32 @@ def diagnosis(study: Study, shipped: dict[str, tuple[Operating, F64, F64]]) -> d
     return out
 
 
+def band_operating(study: Study, output: str, band: str, s_train: F64) -> Operating:
+    """The shipped band (`low`, `high`, `short_high` of the shipped weights; `band` "shipped") or the
+    shipped band with `low` moved down to the 90% quantile of benign out-of-fold lexical scores
+    ("low10": ~10% of benign texts embedded); the decision threshold chosen on the held-out fold:
+    highest recall with false positives <= the training module's target for the output."""
+    cfg = study.cfg
+    th = load_outputs()[output].thresholds
+    used, positive = output_rows(output, study.labels)
+    benign = study.labels == BENIGN
+    p = sigmoid(np.nan_to_num(study.oof[output], nan=-30.0))
+    low = th.low if band == "shipped" else float(np.quantile(p[benign & study.original], 0.90))
+    latin = th.head_scripts == "latin"
+    judged = used & study.original & (positive | benign) & (study.folds == HELD_OUT_FOLD)
+    reads = study.latin[judged] if latin else None
+    sure = sure_thresholds(th.high, study.short[judged], th.short_high)
+    y = positive[judged]
+    fp_target = dict(cfg.fp_targets).get(output, cfg.fp_target)
+    best = (-1.0, 1.0)
+    for d in DECISIONS:
+        f, _ = cascade_predict(p[judged], np.nan_to_num(s_train[judged], nan=0.0), low, th.high, float(d), sure, reads)
+        r, fp = float(f[y].mean()), float(f[~y].mean())
+        if fp <= fp_target and r > best[0]:
+            best = (r, float(d))
+    return Operating(low, th.high, best[1], th.short_high, latin)
+
+
 def report(work: Path, candidates: Sequence[str]) -> None:
     study = load_study(work)
     shipped = shipped_scores(study)
@@ -698,6 +744,12 @@ def report(work: Path, candidates: Sequence[str]) -> None:
             say(f"no {path}: skipped")
             continue
         z = np.load(path)
+        for band in ("shipped", "low10"):
+            per_band: dict[str, tuple[Operating, F64, F64]] = {}
+            for o in OUTPUTS:
+                op = band_operating(study, o, band, z[f"{o}_train"])
+                per_band[o] = (op, z[f"{o}_test"], z[f"{o}_every"])
+            runs.append((f"{name}, band {band}", per_band))
         for embed_target in (0.08, 0.10):
             per: dict[str, tuple[Operating, F64, F64]] = {}
             for o in OUTPUTS:
@@ -762,7 +814,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--pool", action="store_true", help="states: also the frozen layer-6 pools of every text")
     parser.add_argument("--tag", default="", help="a name for this fine-tune run's results")
-    parser.add_argument("--candidates", nargs="*", default=["frozen_mlp", "pooling", "finetune"])
+    parser.add_argument(
+        "--candidates",
+        nargs="*",
+        default=["frozen_mlp", "frozen_mlp_sub", "pooling", "finetune", "finetune_e1", "finetune_l5"],
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     import torch
 
