@@ -2,8 +2,10 @@
 
 `AppServer` binds one application to one host:port (port 0: any free port) through aiohttp's
 `AppRunner`/`TCPSite`, without an access log and without aiohttp's `Server:` header; a connection
-idle (or still sending its request head) for `idle_timeout_s` is closed by aiohttp. `serve_until`
-keeps a started server up until an event (or SIGINT/SIGTERM) and closes it.
+idle (or still sending its request head) for `idle_timeout_s` is closed by aiohttp. Each of our
+servers dispatches from its own table, so its application is `catch_all_app` (one route for every
+method and path) and it reads the path it routes on with `route_path`. `serve_until` keeps a
+started server up until an event (or SIGINT/SIGTERM) and closes it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from aiohttp import web
@@ -36,6 +39,21 @@ class _QuietClientErrors(logging.Filter):
 
 protocol_log = logging.getLogger("extproc.web.http")
 protocol_log.addFilter(_QuietClientErrors())
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def catch_all_app(handler: Handler, max_body_bytes: int) -> web.Application:
+    """An application that hands every method and path to `handler`, bodies bounded (413 beyond)."""
+    app = web.Application(client_max_size=max_body_bytes)
+    app.router.add_route("*", "/{path:.*}", handler)
+    return app
+
+
+def route_path(request: web.Request) -> str:
+    """The path a demo server routes on: as sent (not percent-decoded), no query, no trailing slash."""
+    return request.raw_path.split("?", 1)[0].rstrip("/") or "/"
 
 
 async def _drop_server_header(request: web.BaseRequest, response: web.StreamResponse) -> None:

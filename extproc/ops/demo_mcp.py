@@ -25,7 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
-from extproc.web import AppServer, serve_until
+from extproc.web import AppServer, catch_all_app, route_path, serve_until
 
 log = logging.getLogger("extproc.ops.demo_mcp")
 
@@ -113,9 +113,7 @@ class DemoMcpServer:
         return f"http://{self.host}:{self.port}{MCP_PATH}"
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=MAX_BODY)
-        app.router.add_route("*", "/{path:.*}", self._handle)
-        server = AppServer(app, self.host, self.port)
+        server = AppServer(catch_all_app(self._handle, MAX_BODY), self.host, self.port)
         self.port = await server.start()
         self._server = server
         log.info("demo mcp listening", extra={"mcp": self.name, "port": self.port})
@@ -127,7 +125,7 @@ class DemoMcpServer:
                 await server.close()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        path = request.raw_path.split("?", 1)[0].rstrip("/") or "/"
+        path = route_path(request)
         if path in ("/health", "/healthz") and request.method == "GET":
             return self._send(200, {"status": "ok", "name": self.name})
         if path != MCP_PATH:

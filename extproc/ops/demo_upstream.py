@@ -41,7 +41,7 @@ from typing import Any
 
 from aiohttp import web
 
-from extproc.web import AppServer, serve_until
+from extproc.web import AppServer, catch_all_app, route_path, serve_until
 
 log = logging.getLogger("extproc.ops.demo_upstream")
 
@@ -212,8 +212,7 @@ class DemoServer:
 
     async def start(self) -> None:
         for upstream in self.upstreams:
-            app = web.Application(client_max_size=MAX_BODY)
-            app.router.add_route("*", "/{path:.*}", functools.partial(self._handle, upstream))
+            app = catch_all_app(functools.partial(self._handle, upstream), MAX_BODY)
             server = AppServer(app, upstream.host, upstream.port)
             await server.start()
             self._servers.append(server)
@@ -226,7 +225,7 @@ class DemoServer:
         self._servers.clear()
 
     async def _handle(self, upstream: DemoUpstream, request: web.Request) -> web.StreamResponse:
-        path = request.raw_path.split("?", 1)[0].rstrip("/") or "/"
+        path = route_path(request)
         if path in ("/health", "/healthz") and request.method == "GET":
             return self._json(upstream, 200, {"status": "ok", "cluster": upstream.cluster}, "")
         if path == "/v1/models" and request.method == "GET":

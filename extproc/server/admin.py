@@ -50,7 +50,7 @@ from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
 from extproc.settings import Settings, SettingsError, is_loopback_host
-from extproc.web import AppServer
+from extproc.web import AppServer, catch_all_app
 
 if TYPE_CHECKING:
     from extproc.conversations.service import Conversations
@@ -197,8 +197,7 @@ class AdminServer:
 
     async def start(self) -> int:
         self.check_bind()
-        app = web.Application(client_max_size=self.max_body_bytes)
-        app.router.add_route("*", "/{path:.*}", self._handle)  # one route: the table below dispatches
+        app = catch_all_app(self._handle, self.max_body_bytes)  # the table below dispatches
         server = AppServer(
             app, self.host, self.port, idle_timeout_s=READ_TIMEOUT_S, max_headers=MAX_HEADER_LINES, lingering_time_s=0
         )
