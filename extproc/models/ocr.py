@@ -34,6 +34,7 @@ from extproc.models.ocr_runtime import (
     GATE_SCALE,
     REC_HEIGHT,
     OcrEngineStats,
+    int8_detector,
     is_int,
     ort_model,
     ov_model,
@@ -207,6 +208,7 @@ class RapidOcrEngine:
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
         self.tuning = tuning
         self.runtime = "onnxruntime"
+        self.det_precision = "fp32"  # what detection runs in (the int8 copy only on onnxruntime, when it loads)
         self._min_score = min_score
         self._lock = threading.Lock()  # one inference at a time: sessions/requests keep per-call state
         self.stats = OcrEngineStats()
@@ -258,7 +260,9 @@ class RapidOcrEngine:
             self._rec, chars = ov_model(rec_path, threads, t.ov_precision)
         if runtime == "onnxruntime":
             # Detection on more than ~1 megapixel gives its arena back; recognition's buffers are small.
-            self._det, _ = ort_model(det_path, threads, t.mem_arena, shrink_above=3 * 1024 * 1024)
+            int8 = int8_detector(det_path) if t.det_precision == "int8" else None
+            self._det, _ = ort_model(int8 or det_path, threads, t.mem_arena, shrink_above=3 * 1024 * 1024)
+            self.det_precision = "int8" if int8 else "fp32"
             self._rec, chars = ort_model(rec_path, threads, t.mem_arena)
         if not chars:
             raise ValueError(f"{rec_path.name} carries no character list")
@@ -585,11 +589,12 @@ class OcrService:
 
 def tuning_from_settings(settings: OcrSettings) -> OcrTuning:
     """The OCR tuning the settings ask for: `ocr.preset` ("fast", or "legacy": the first wave's
-    rapidocr settings), `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime) and
-    `ocr.text_gate` (the cheap first look; off: every image gets full OCR)."""
+    rapidocr settings), `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime),
+    `ocr.det_precision` (int8: the shipped int8 detector on onnxruntime) and `ocr.text_gate`
+    (the cheap first look; off: every image gets full OCR)."""
     if settings.preset == "legacy":
         return OcrTuning.legacy()
-    tuning = OcrTuning(runtime=settings.runtime)
+    tuning = OcrTuning(runtime=settings.runtime, det_precision=settings.det_precision)
     return replace(tuning, gate_scale=GATE_SCALE) if settings.text_gate else tuning
 
 

@@ -198,6 +198,7 @@ def test_settings_choose_the_tuning() -> None:
         ("rec_width_step", 0, "rec_width_step must be an integer in [1, 256]"),
         ("rec_warm_width", -1, "rec_warm_width must be an integer in [0, 4096]"),
         ("mem_arena", "yes", "mem_arena must be a bool"),
+        ("det_precision", "int4", "det_precision must be 'fp32' or 'int8'"),
         ("ov_precision", "int8", "ov_precision must be 'auto', 'f32' or 'bf16'"),
         ("gate_scale", 0.05, "gate_scale must be 0 \\(off\\) or a number in [0.1, 0.7]"),
         ("gate_scale", True, "gate_scale must be 0"),
