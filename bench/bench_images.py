@@ -4,7 +4,9 @@
 
 Starts one real stack per OCR configuration on free loopback ports (demo upstreams, `extproc
 serve` with the default policy, Envoy from the wheel): "first wave" (`VSR_OCR__PRESET=legacy`),
-"today" (the defaults) and "gated" (the opt-in cheap first look, `VSR_OCR__TEXT_GATE=true`). All run
+"today" (the fast pipeline with the fp32 detector, the default before the int8 one), "int8" (the
+defaults: detection through the shipped int8 detector) and "gated" (the defaults plus the opt-in
+cheap first look, `VSR_OCR__TEXT_GATE=true`). All run
 on onnxruntime (`VSR_OCR__RUNTIME=onnxruntime`) unless `--runtime` says otherwise. Each image of
 the OCR corpus (tests/corpus/images and the rendered scenes) is sent as "Summarize this" plus
 the image, with a fresh nonce in the image bytes every time (PNG text chunk / JPEG comment), so
@@ -15,7 +17,7 @@ see the same machine load; the stacks not being measured sit idle.
 Printed: per image and per class (identity document, code screenshot, form, text-free photo,
 large medical image) the p50 latency of each stack and its ratio to the first wave's, the
 upstream each request reached (the routing decision), and the server's RSS after the run.
-Exits 1 when the gated stack routes any image elsewhere than today's, or a passport anywhere but
+Exits 1 when the int8 or gated stack routes any image elsewhere than today's, or a passport anywhere but
 the restricted model (or shed: 429 under overload). On a host too busy to finish OCR inside the
 request deadline every image is shed and the latencies say nothing: run it on a quiet machine.
 """
@@ -67,7 +69,12 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated image names")
     args = parser.parse_args()
 
-    configs = {"first wave": {"VSR_OCR__PRESET": "legacy"}, "today": {}, "gated": {"VSR_OCR__TEXT_GATE": "true"}}
+    configs = {
+        "first wave": {"VSR_OCR__PRESET": "legacy"},
+        "today": {"VSR_OCR__DET_PRECISION": "fp32"},
+        "int8": {},
+        "gated": {"VSR_OCR__TEXT_GATE": "true"},
+    }
     if args.no_first_wave:
         del configs["first wave"]
     images = corpus_images()
@@ -144,16 +151,17 @@ def report(
     problems = []
     reference = "today" if "today" in routes else base
     for k in images:
-        if routes["gated"][k] != routes[reference][k]:
-            got, want = sorted(routes["gated"][k]), sorted(routes[reference][k])
-            problems.append(f"{k}: gated routed to {got}, {reference} to {want}")
+        for candidate in ("int8", "gated"):
+            if candidate in routes and routes[candidate][k] != routes[reference][k]:
+                got, want = sorted(routes[candidate][k]), sorted(routes[reference][k])
+                problems.append(f"{k}: {candidate} routed to {got}, {reference} to {want}")
         for name in names:  # shed (429, the policy's overload answer) is allowed; another model is not
             if k.startswith("passport") and routes[name][k] - {"restricted_vlm", "status 429"}:
                 problems.append(f"{k}: a passport reached {sorted(routes[name][k])} ({name})")
     shed = {n: sum(1 for k in images for u in routes[n][k] if u == "status 429") for n in names}
     print("images answered 429 (shed: OCR could not finish before the request deadline) at least once: "
           + ", ".join(f"{n} {c}" for n, c in shed.items()))  # fmt: skip
-    print(f"routing changed (gated vs {reference}) or passports misrouted: {len(problems)}")
+    print(f"routing changed (int8 and gated vs {reference}) or passports misrouted: {len(problems)}")
     for p in problems:
         print("  " + p)
     return 1 if problems else 0

@@ -6,8 +6,10 @@ a scanned form, an injection banner, two text-free photos) and the 24 images of
 tests/corpus/images (real photos and scans in every mode and size the router accepts).
 
 Engines, loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's rapidocr
-settings), "today" (the defaults, `OcrTuning()`, on onnxruntime: what `make run`
-installs), "gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`)
+settings), "today" (the fast pipeline with the wheel's fp32 detector: the default before the
+int8 detector, and the reference for routing labels), "int8" (the defaults, `OcrTuning()`, on
+onnxruntime: what `make run` installs, detection through the shipped int8 detector),
+"gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`)
 and, when OpenVINO is importable, "today-ov" and "gated-ov" (the same on
 OpenVINO). Each repeat reads every image cold (a fresh result cache, a new DecodedImage,
 so decoding is timed too) with every engine back to back, rotating which goes first, so
@@ -219,7 +221,11 @@ def main() -> None:
     settings = Settings.load(None)
     max_side = settings.ocr.max_side
     min_score = settings.ocr.min_text_score
-    tunings = {"baseline": OcrTuning.legacy(), "today": OcrTuning(runtime="onnxruntime")}
+    tunings = {
+        "baseline": OcrTuning.legacy(),
+        "today": OcrTuning(runtime="onnxruntime", det_precision="fp32"),
+        "int8": OcrTuning(runtime="onnxruntime"),
+    }
     if openvino_available():
         tunings["today-ov"] = OcrTuning(runtime="openvino")
     tunings["gated"] = OcrTuning.gated(runtime="onnxruntime")
