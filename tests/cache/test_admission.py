@@ -183,7 +183,9 @@ def test_without_a_quota_the_cpu_counter_reads_the_host(tmp_path: Path) -> None:
         b0, t0 = real()
         spin(0.1)
         b1, t1 = real()
-        assert t1 > t0 and 0.0 <= (b1 - b0) / (t1 - t0) <= 1.0
+        # On a fully busy host no idle tick passes and the share is 1 up to the rounding of
+        # ticks / hertz (seen: 1.0000000001 while CI and a training job shared both cores).
+        assert t1 > t0 and 0.0 <= (b1 - b0) / (t1 - t0) <= 1.0 + 1e-9
 
 
 def test_the_process_counter_reads_this_processs_cpu_against_one_core() -> None:
