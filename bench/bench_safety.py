@@ -19,10 +19,12 @@ and in all). Each per language and per category, with the short (< 200 character
 non-English rows apart; the share of benign rows whose embedding stage (`--slow-signal`) never
 ran; the router's latency. The test split is for evaluation only: nothing here tunes a threshold.
 
-Beside it, `--everyday` (default `bench/data/everyday_requests.jsonl`): everyday requests written
-for this project (poems, recipes, code, capitals; short creative-writing, role-play and "act as"
-requests phrased every way; many languages), none an attack or harmful; every one refused is a
-false positive, and each is printed.
+Beside it, `--everyday` (default `bench/data/everyday_requests.jsonl` and
+`bench/data/everyday_safety_questions.jsonl`): everyday requests written for this project (poems,
+recipes, code, capitals; short creative-writing, role-play and "act as" requests phrased every
+way; many languages) and protective questions about crime and fraud (victims, parents, shop and
+office staff, students), none an attack or harmful; every one refused is a false positive, and
+each is printed with its category.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ BASELINES = REPO / "bench" / "data" / "baselines"
 V1_WEIGHTS = BASELINES / "attack_classifier_v1"
 V1_POLICY = BASELINES / "default_policy_v1.yaml"
 SHORT_CHARS = 200
+# Everyday requests (creative, role-play, ordinary) and protective questions about crime and fraud.
+EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl")
 
 
 def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +146,7 @@ async def run(router: Router, rows: list[dict[str, Any]], args: argparse.Namespa
             for group in groups:
                 refusals[what][(label, group)].append(hit)
         if label == "everyday" and refusal:
-            refused.append(f"{outcome.decision}: {row['text']}")
+            refused.append(f"{outcome.decision} [{row['category']}]: {row['text']}")
         if label == "benign":
             benign += 1
             benign_embedded += any(s.name == args.slow_signal for s in outcome.signals)
@@ -192,14 +196,17 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N test rows (0: all)")
     parser.add_argument("--no-v1", action="store_true", help="skip the v1 baseline")
     parser.add_argument("--detail", action="store_true", help="per language and per category too")
-    parser.add_argument("--everyday", type=Path, default=REPO / "bench" / "data" / "everyday_requests.jsonl")
+    parser.add_argument(
+        "--everyday", type=Path, nargs="*", default=[REPO / "bench" / "data" / name for name in EVERYDAY_FILES],
+        help="everyday request files (default: the everyday requests and the protective questions)",
+    )  # fmt: skip
     args = parser.parse_args()
     text = (args.data / "test.jsonl").read_text(encoding="utf-8")
     rows = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 in texts
     if args.limit:
         rows = rows[: args.limit]
-    if args.everyday and args.everyday.exists():
-        for line in args.everyday.read_text(encoding="utf-8").split("\n"):
+    for everyday in args.everyday:
+        for line in everyday.read_text(encoding="utf-8").split("\n"):
             if line.strip():
                 row = json.loads(line)
                 category = row.get("category", "everyday")
