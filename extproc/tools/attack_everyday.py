@@ -207,6 +207,146 @@ _HOW_TO: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
     ("pt", ("Como fazer {x}?", "Como eu preparo {x}?", "Qual é a receita de {x}?"),
      ("pão de queijo", "um bolo de cenoura", "brigadeiro", "uma omelete", "um avião de papel")),
 )
+# Protective questions about crime, fraud and attacks: how a threat works, its warning signs, how
+# to guard against it or recover, asked by victims, parents, shopkeepers, students and IT staff.
+# The corpus's harmful rows ask how to commit the same crimes ("write a phishing email"), and it
+# has no short benign row on these topics: a model trained on it learned the topic, not the
+# intent, and refused "What should I do if someone steals my identity?" as harmful. These rows
+# train as their own categories (`PROTECTIVE`, `PROTECTIVE_WRITTEN`), so that their weight does not drown in the much
+# larger creative-writing group.
+PROTECTIVE = "everyday_protective"
+PROTECTIVE_WRITTEN = "everyday_protective_written"  # a group of its own: each row weighs more than a frame's
+_EN_THREATS = (  # plural names take "do ... them", the others "does ... it"
+    "phishing emails", "ransomware", "identity theft", "credit card skimming", "romance scams",
+    "tech support scams", "pickpockets", "burglars", "shoplifting", "money laundering", "pyramid schemes",
+    "SIM swapping", "voice-cloning scams", "malware", "keyloggers", "password cracking", "SQL injection",
+    "cross-site scripting", "social engineering", "counterfeit banknotes", "insurance fraud", "car theft",
+    "online grooming", "investment scams", "fake online shops", "drink spiking", "catfishing",
+    "cyberbullying", "phone scams", "check fraud", "porch pirates", "data breaches", "denial-of-service attacks",
+    "lottery scams", "rental scams", "elder financial abuse", "bike theft", "employee embezzlement",
+)
+_EN_PROTECT_FRAMES = (
+    "How {does} {x} work? I want to protect my family.", "What are the warning signs of {x}?",
+    "How can I protect my small business from {x}?", "how do i spot {x}", "How can I recognize {x}?",
+    "What should I do if I've been a victim of {x}?", "Explain {x} so I can teach my students to stay safe.",
+    "How do police investigate {x}?", "Why are people fooled by {x}?", "What is the best defence against {x}?",
+    "How common {is} {x} and how do I avoid {them}?", "How do banks detect {x}?",
+    "Write a short staff training note about {x}.", "What are typical red flags for {x}?",
+    "Can you explain how {x} {does} harm, for a school project on crime prevention?",
+    "My grandmother almost fell for {x}. How do I warn her about {them}?",
+    "What security measures stop {x}?", "Is there a way to report {x}?",
+    "How do security teams defend against {x}?", "What's the history of {x}?",
+)
+_EN_OFFENDERS = (
+    "scammers", "hackers", "fraudsters", "thieves", "burglars", "pickpockets", "con artists", "identity thieves",
+    "cybercriminals", "shoplifters", "car thieves", "online predators", "stalkers", "counterfeiters",
+    "card skimmers", "cult recruiters", "loan sharks",
+)
+_EN_OFFENDER_FRAMES = (
+    "How do {a} trick people? I want to warn my grandparents.", "What methods do {a} use, so I can protect my shop?",
+    "How do {a} usually pick their victims?", "What do {a} hope I won't notice?",
+    "Explain how {a} operate so I can train my team.", "Which tricks do {a} use on elderly people?",
+    "How do {a} get caught?", "What are {a} looking for when they choose a target?",
+    "How do I make myself a harder target for {a}?", "why do {a} go after small businesses",
+)
+# Written one by one, so that the class is not learnt as a handful of frames: victims, relatives,
+# shop and office staff, students, writers and the curious, asking about crime from the safe side.
+_PROTECTIVE_QUESTIONS: tuple[tuple[str, str], ...] = (
+    ("en", "I clicked a link in a text about a missed delivery. What should I do now?"),
+    ("en", "Someone used my card in another country. Will the bank refund me?"),
+    ("en", "How can I tell whether a website selling concert tickets is a fake?"),
+    ("en", "My son's gaming account was stolen. How do we get it back and secure it?"),
+    ("en", "What does a bank never ask you over the phone?"),
+    ("en", "Is it normal for a recruiter to ask me to pay for training up front?"),
+    ("en", "Why do scam emails often have spelling mistakes?"),
+    ("en", "My mum keeps getting calls about her car warranty. How do I make them stop?"),
+    ("en", "Which home security habits actually deter break-ins?"),
+    ("en", "What is two-factor authentication and why does it stop account takeovers?"),
+    ("en", "How did the Nigerian prince email scam get its name?"),
+    ("en", "What's the safest way to pay a private seller for a used car?"),
+    ("en", "Can police trace cryptocurrency that was stolen from me?"),
+    ("en", "A stranger offered to help me at the ATM. Was that suspicious?"),
+    ("en", "My landlord wants the deposit in gift cards. Is that a red flag?"),
+    ("en", "How do I freeze my credit after a data breach?"),
+    ("en", "Our café's tip jar keeps disappearing. How can we discourage theft?"),
+    ("en", "What are the legal consequences of shoplifting for a teenager?"),
+    ("en", "How do museums protect paintings from art thieves?"),
+    ("en", "Write a detective story where a clever grandmother exposes a con man."),
+    ("en", "Give me a lesson plan for teenagers on staying safe from online scams."),
+    ("en", "What did the 2017 Equifax breach expose, and what should affected people do?"),
+    ("en", "Why is reusing the same password on many sites risky?"),
+    ("en", "What is a honeypot in network security?"),
+    ("en", "How do antivirus programs recognise malware they have never seen before?"),
+    ("en", "Explain, for a non-technical manager, what a phishing simulation is."),
+    ("en", "How do I report a fake profile that is impersonating me?"),
+    ("en", "What are the signs that a child is being bullied online?"),
+    ("en", "Why do elderly people get targeted by fraudsters more often?"),
+    ("en", "What steps should a company take right after discovering an insider leak?"),
+    ("en", "How does a bank's fraud department decide to block a transaction?"),
+    ("en", "My neighbour's house was burgled last week. What can I do to protect mine?"),
+    ("en", "What's a mule account and why shouldn't students lend theirs?"),
+    ("en", "Is it safe to give my ID number to a hotel receptionist?"),
+    ("en", "Summarise the history of the Great Train Robbery of 1963."),
+    ("en", "What psychological tricks do cults use, and how do former members recover?"),
+    ("en", "How does counterfeit detection work in cash registers?"),
+    ("en", "What should I look for in a rental listing to avoid being scammed?"),
+    ("en", "How do charities make sure donations are not stolen or misused?"),
+    ("en", "Describe how forensic accountants uncover embezzlement."),
+    ("en", "I think my email was hacked because friends got spam from me. What now?"),
+    ("en", "Why do criminals ask for payment in gift cards?"),
+    ("en", "How can shop owners spot a counterfeit twenty-dollar bill?"),
+    ("en", "What is SIM swap fraud and how do I lock my phone number?"),
+    ("en", "Write a public service announcement warning seniors about grandparent scams."),
+    ("en", "What are the best practices for securing a home wifi router?"),
+    ("en", "How do I check if my password appeared in a breach?"),
+    ("en", "My teenage daughter is chatting with an older stranger online. How should I handle it?"),
+    ("en", "How do insurance companies catch fake claims?"),
+    ("en", "In the novel I'm writing, a detective investigates a bank fraud. What would she check first?"),
+    ("en", "what happens legally if you accidentally buy stolen goods"),
+    ("en", "how can i tell if an online investment platform is legit"),
+    ("en", "why are ransomware attacks on hospitals so dangerous"),
+    ("en", "How should a school respond to a sextortion case involving a student?"),
+    ("en", "What are common tactics in business email compromise, so our finance team can catch them?"),
+    ("en", "Explain the difference between fraud and theft in criminal law."),
+    ("en", "How do online marketplaces stop sellers from listing stolen items?"),
+    ("en", "Who should I call if I see someone breaking into a car?"),
+    ("en", "What are the warning signs that an elderly relative is being financially exploited?"),
+    ("en", "How do I teach my kids not to share passwords with friends?"),
+    ("fr", "On m'a volé mon portefeuille. Quelles démarches dois-je faire ?"),
+    ("fr", "Comment savoir si un site de vente en ligne est fiable ?"),
+    ("fr", "Pourquoi les arnaqueurs demandent-ils des cartes cadeaux ?"),
+    ("es", "Me robaron el móvil. ¿Cómo bloqueo mis cuentas?"),
+    ("es", "¿Por qué los estafadores llaman a personas mayores?"),
+    ("es", "¿Cómo sé si un correo del banco es auténtico?"),
+    ("de", "Mein Konto wurde gehackt. Was soll ich zuerst tun?"),
+    ("de", "Woran erkennt man gefälschte Online-Shops?"),
+    ("it", "Mi hanno clonato la carta. Cosa devo fare?"),
+    ("it", "Come capisco se un'offerta di lavoro online è una truffa?"),
+    ("pt", "Clonaram meu WhatsApp. Como recupero a conta?"),
+    ("pt", "Como evitar golpes no Pix?"),
+    ("nl", "Mijn bankpas is gestolen, wat moet ik doen?"),
+)  # fmt: skip
+_PROTECTIVE: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
+    ("fr", ("Comment me protéger contre {x} ?", "Quels sont les signes {x} ?", "Comment reconnaître {x} ?",
+            "Que faire si je suis victime {x} ?"),
+     ("du phishing", "d'une arnaque sentimentale", "d'un vol d'identité", "des pickpockets", "d'un rançongiciel",
+      "d'une fraude à la carte bancaire")),
+    ("es", ("¿Cómo me protejo de {x}?", "¿Cuáles son las señales de {x}?", "¿Cómo reconocer {x}?",
+            "¿Qué hago si soy víctima de {x}?"),
+     ("el phishing", "una estafa romántica", "un robo de identidad", "los carteristas", "un ransomware",
+      "un fraude con tarjeta")),
+    ("de", ("Wie schütze ich mich vor {x}?", "Woran erkenne ich {x}?", "Was tun bei {x}?",
+            "Welche Warnzeichen gibt es für {x}?"),
+     ("Phishing", "Liebesbetrug", "Identitätsdiebstahl", "Taschendieben", "Ransomware", "Kreditkartenbetrug")),
+    ("it", ("Come mi proteggo da {x}?", "Quali sono i segnali di {x}?", "Come riconoscere {x}?",
+            "Cosa fare se sono vittima di {x}?"),
+     ("il phishing", "una truffa romantica", "un furto d'identità", "i borseggiatori", "un ransomware",
+      "una frode con carta di credito")),
+    ("pt", ("Como me proteger de {x}?", "Quais são os sinais de {x}?", "Como reconhecer {x}?",
+            "O que fazer se eu for vítima de {x}?"),
+     ("phishing", "um golpe romântico", "roubo de identidade", "batedores de carteira", "ransomware",
+      "fraude com cartão de crédito")),
+)  # fmt: skip
 # Tasks for a role, per language (the {t} of role frames; {T} is the same, capitalised).
 _TASKS: dict[str, tuple[str, ...]] = {
     "es": ("cuéntame tu día", "descríbeme tu casa", "dame un consejo", "enséñame la ciudad"),
@@ -232,6 +372,17 @@ def _fill(frame: str, subject: str, task: str) -> str:
     return frame.replace("{s}", subject).replace("{t}", task).replace("{T}", task[:1].upper() + task[1:])
 
 
+def _threat(frame: str, threat: str) -> str:
+    """`frame` over a threat's name, its verb and pronoun agreeing ("phishing emails do", "ransomware does")."""
+    plural = threat.endswith("s") and not threat.endswith(("ss", "ics"))
+    words = {"{does}": "does", "{is}": "is", "{them}": "it"}
+    if plural:
+        words = {"{does}": "do", "{is}": "are", "{them}": "them"}
+    for key, word in words.items():
+        frame = frame.replace(key, word)
+    return frame.replace("{x}", threat)
+
+
 def _rank(texts: Iterable[str]) -> list[str]:
     """Deterministic order by a hash of the text (a sample that does not follow the lists' order)."""
     return sorted(dict.fromkeys(texts), key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
@@ -246,36 +397,51 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
 
 
-def everyday_texts(per_language: int = 60, english: int = 900, data_requests: int = 120) -> list[tuple[str, str]]:
-    """(lang, text) of generated everyday requests: `english` English ones (creative frames over
-    subjects, role frames over roles and tasks), `data_requests` English requests over a pasted
-    short text, `per_language` for each other language."""
+EVERYDAY = "everyday"
+
+
+def everyday_texts(
+    per_language: int = 60, english: int = 900, data_requests: int = 120, protective: int = 360
+) -> list[tuple[str, str, str]]:
+    """(lang, category, text) of generated everyday requests: `english` English ones (creative
+    frames over subjects, role frames over roles and tasks), `data_requests` English requests over
+    a pasted short text, `per_language` for each other language (category `EVERYDAY`); and
+    protective questions about crime and fraud (category `PROTECTIVE`): `protective` English ones
+    over threats, every offender frame, the questions written one by one, and a few in five other
+    languages."""
     en = [_fill(f, s, "") for f, s in itertools.product(_EN_FRAMES, _EN_SUBJECTS)]
     en += [_fill(f, r, t) for f, r, t in itertools.product(_EN_ROLE_FRAMES, _EN_ROLES, _EN_TASKS)]
-    out = [("en", t) for t in _rank(en)[:english]]
+    out = [("en", EVERYDAY, t) for t in _rank(en)[:english]]
     data = [f.replace("{d}", d) for f, d in itertools.product(_EN_DATA_FRAMES, _EN_DATA)]
-    out += [("en", t) for t in _rank(data)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in _rank(data)[:data_requests]]
     code = [f.replace("{e}", e) for f, e in itertools.product(_EN_CODE_FRAMES, _EN_ERRORS)]
-    out += [("en", t) for t in _rank(code)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in _rank(code)[:data_requests]]
     for lang, frames, things in _HOW_TO:
-        out += [(lang, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
+        out += [(lang, EVERYDAY, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
     for lang, frames, subjects in _LANGUAGES:
         tasks = _TASKS[lang]
         texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]
-        out += [(lang, t) for t in _rank(texts)[:per_language]]
+        out += [(lang, EVERYDAY, t) for t in _rank(texts)[:per_language]]
+    threats = [_threat(f, x) for f, x in itertools.product(_EN_PROTECT_FRAMES, _EN_THREATS)]
+    out += [("en", PROTECTIVE, t) for t in _rank(threats)[:protective]]
+    offenders = [f.replace("{a}", a) for f, a in itertools.product(_EN_OFFENDER_FRAMES, _EN_OFFENDERS)]
+    out += [("en", PROTECTIVE, t) for t in _rank(offenders)]
+    for lang, frames, things in _PROTECTIVE:
+        out += [(lang, PROTECTIVE, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
+    out += [(lang, PROTECTIVE_WRITTEN, t) for lang, t in _PROTECTIVE_QUESTIONS]
     return out
 
 
-def everyday_rows(exclude: Sequence[str] = (), jaccard: float = 0.6) -> list[tuple[str, str]]:
+def everyday_rows(exclude: Sequence[str] = (), jaccard: float = 0.6) -> list[tuple[str, str, str]]:
     """`everyday_texts` without any text equal to, or (word 3-grams) near, one of `exclude`."""
     banned = {" ".join(t.lower().split()) for t in exclude}
     banned_shingles = [_shingles(t) for t in exclude]
-    kept: list[tuple[str, str]] = []
-    for lang, text in everyday_texts():
+    kept: list[tuple[str, str, str]] = []
+    for lang, category, text in everyday_texts():
         if " ".join(text.lower().split()) in banned:
             continue
         mine = _shingles(text)
         if any(len(mine & other) / max(1, len(mine | other)) >= jaccard for other in banned_shingles):
             continue
-        kept.append((lang, text))
+        kept.append((lang, category, text))
     return kept

@@ -158,14 +158,18 @@ def benign_crops(row: CorpusRow, cfg: TrainConfig) -> list[CorpusRow]:
 
 
 EVERYDAY_EVALUATION = Path(__file__).resolve().parents[3] / "bench" / "data" / "everyday_requests.jsonl"
+# Protective questions about crime and fraud (the harmful output's everyday false-positive check).
+SAFETY_QUESTIONS_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_safety_questions.jsonl")
 
 
 def everyday_evaluation_texts() -> list[str]:
-    """The everyday evaluation set's texts (a source checkout's bench/data), kept out of training."""
-    if not EVERYDAY_EVALUATION.is_file():
-        return []
-    lines = EVERYDAY_EVALUATION.read_text(encoding="utf-8").split("\n")
-    return [str(json.loads(line)["text"]) for line in lines if line.strip()]
+    """The everyday evaluation sets' texts (a source checkout's bench/data), kept out of training."""
+    texts: list[str] = []
+    for path in (EVERYDAY_EVALUATION, SAFETY_QUESTIONS_EVALUATION):
+        if path.is_file():
+            lines = path.read_text(encoding="utf-8").split("\n")
+            texts += [str(json.loads(line)["text"]) for line in lines if line.strip()]
+    return texts
 
 
 def output_rows(output: str, labels: npt.NDArray[np.str_]) -> tuple[BoolArray, BoolArray]:

@@ -21,6 +21,7 @@ from extproc.models.attack_classifier import (
     META_FILE,
     mostly_latin,
 )
+from extproc.tools.attack_everyday import PROTECTIVE, PROTECTIVE_WRITTEN
 from extproc.tools.attack_training.corpus import (
     ATTACK,
     BENIGN,
@@ -109,6 +110,10 @@ class TrainingSet:
     labels: npt.NDArray[np.str_]
     benign: BoolArray
     original: BoolArray  # a corpus row (not a crop or an everyday request)
+    # Rows only the harmful output trains on: the protective questions about crime carry no attack
+    # technique (the attack output refuses none of them), and leaving them out keeps the attack
+    # output's rows, and so its weights and thresholds, what they were without them.
+    harmful_only: BoolArray
     non_en: BoolArray
     short: BoolArray
     latin: BoolArray
@@ -164,6 +169,7 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
         labels=labels,
         benign=labels == BENIGN,
         original=original,
+        harmful_only=np.array([r.category in HARMFUL_ONLY_CATEGORIES for r in rows], dtype=bool),
         non_en=np.array([r.lang != "en" for r in rows], dtype=bool),
         short=np.array([len(t) < cfg.short_chars for t in texts], dtype=bool),
         latin=np.array([mostly_latin(t) for t in texts], dtype=bool),
@@ -195,10 +201,10 @@ def _everyday(seen: set[str]) -> list[CorpusRow]:
     from extproc.tools.attack_everyday import everyday_rows
 
     extra_rows: list[CorpusRow] = []
-    for lang, text in everyday_rows(everyday_evaluation_texts()):
+    for lang, category, text in everyday_rows(everyday_evaluation_texts()):
         if text not in seen:
             seen.add(text)
-            extra_rows.append(CorpusRow(text=text, label=BENIGN, category="everyday", lang=lang, source="project"))
+            extra_rows.append(CorpusRow(text=text, label=BENIGN, category=category, lang=lang, source="project"))
     return extra_rows
 
 
@@ -247,13 +253,25 @@ def _train(
     return metrics
 
 
+HARMFUL_ONLY_CATEGORIES = frozenset({PROTECTIVE, PROTECTIVE_WRITTEN})
+
+
+def rows_for(data: TrainingSet, output: str) -> tuple[BoolArray, BoolArray]:
+    """(used, positive) of `output` over the training set: `output_rows`, the attack output without
+    the harmful-only rows."""
+    used, positive = output_rows(output, data.labels)
+    if output == ATTACK:
+        used = used & ~data.harmful_only
+    return used, positive
+
+
 def _fit_output(
     data: TrainingSet, x: Sparse, emb: FloatArray, output: str, number: int, say: Callable[[str], None]
 ) -> OutputFit:
-    """One output (its label against the rows `output_rows` gives): out-of-fold scores, thresholds
+    """One output (its label against the rows `rows_for` gives): out-of-fold scores, thresholds
     chosen on them, then the final models on all of the output's rows."""
     cfg = data.cfg
-    used, positive = output_rows(output, data.labels)
+    used, positive = rows_for(data, output)
     idx = np.flatnonzero(used)
     y = positive[idx]
     x_out = x.take(idx)
