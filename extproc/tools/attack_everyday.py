@@ -212,8 +212,8 @@ _HOW_TO: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
 # The corpus's harmful rows ask how to commit the same crimes ("write a phishing email"), and it
 # has no short benign row on these topics: a model trained on it learned the topic, not the
 # intent, and refused "What should I do if someone steals my identity?" as harmful. These rows
-# train as their own categories (`PROTECTIVE`, `PROTECTIVE_WRITTEN`), so that their weight does not drown in the much
-# larger creative-writing group.
+# train as their own categories (`PROTECTIVE`, `PROTECTIVE_WRITTEN`), so that their weight does
+# not drown in the much larger creative-writing group.
 PROTECTIVE = "everyday_protective"
 PROTECTIVE_WRITTEN = "everyday_protective_written"  # a group of its own: each row weighs more than a frame's
 _EN_THREATS = (  # plural names take "do ... them", the others "does ... it"
@@ -372,6 +372,11 @@ def _fill(frame: str, subject: str, task: str) -> str:
     return frame.replace("{s}", subject).replace("{t}", task).replace("{T}", task[:1].upper() + task[1:])
 
 
+def _over(frames: Sequence[str], things: Sequence[str]) -> list[str]:
+    """Every frame's {x} filled with every thing, ranked."""
+    return _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))
+
+
 def _threat(frame: str, threat: str) -> str:
     """`frame` over a threat's name, its verb and pronoun agreeing ("phishing emails do", "ransomware does")."""
     plural = threat.endswith("s") and not threat.endswith(("ss", "ics"))
@@ -417,7 +422,7 @@ def everyday_texts(
     code = [f.replace("{e}", e) for f, e in itertools.product(_EN_CODE_FRAMES, _EN_ERRORS)]
     out += [("en", EVERYDAY, t) for t in _rank(code)[:data_requests]]
     for lang, frames, things in _HOW_TO:
-        out += [(lang, EVERYDAY, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
+        out += [(lang, EVERYDAY, t) for t in _over(frames, things)]
     for lang, frames, subjects in _LANGUAGES:
         tasks = _TASKS[lang]
         texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]
@@ -427,7 +432,7 @@ def everyday_texts(
     offenders = [f.replace("{a}", a) for f, a in itertools.product(_EN_OFFENDER_FRAMES, _EN_OFFENDERS)]
     out += [("en", PROTECTIVE, t) for t in _rank(offenders)]
     for lang, frames, things in _PROTECTIVE:
-        out += [(lang, PROTECTIVE, t) for t in _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))]
+        out += [(lang, PROTECTIVE, t) for t in _over(frames, things)]
     out += [(lang, PROTECTIVE_WRITTEN, t) for lang, t in _PROTECTIVE_QUESTIONS]
     return out
 

@@ -18,7 +18,6 @@ int8 copy only while that matches the installed wheel's detector.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import tempfile
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from extproc.models.ocr_runtime import INT8_DETECTOR, rapidocr_model_files
+from extproc.tools.training import file_sha256
 
 CALIBRATION_SIDES = (480, 736)  # short sides: documents near 736, photos downscaled
 
@@ -86,8 +86,8 @@ def quantize_detector(out: Path) -> dict[str, str]:
         )  # fmt: skip
     record = {
         "source": source.name,
-        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "source_sha256": file_sha256(source),
+        "sha256": file_sha256(out),
         "method": "onnxruntime quantize_static: QDQ, activations uint8 (asymmetric, MinMax), "
         "weights int8 per channel (symmetric); opset 11 -> 13 first",
         "calibration": "extproc/testing/ocr_scenes.py renders (not the OCR corpus): "
