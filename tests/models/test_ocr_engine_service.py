@@ -93,3 +93,16 @@ def test_rows_are_assembled_left_to_right() -> None:
              OcrBox("next", (10, 50, 80, 70), 0.9)]  # fmt: skip
     lines = assemble_lines(boxes)
     assert [ln.text for ln in lines] == ["hello world", "next"]
+
+
+def test_degraded_and_scanned_scenes_are_the_same_whatever_drew_random_numbers_first() -> None:
+    """Their noise is seeded: Pillow's own noise (the C library's rand()) made the degraded
+    passport differ between full test runs, and its OCR with it."""
+    from PIL import Image
+
+    from extproc.testing.ocr_scenes import degrade, passport_page, scanned_form
+
+    before = (degrade(passport_page()), scanned_form())
+    Image.effect_noise((64, 64), 20)  # draws from the process-wide generator
+    assert (degrade(passport_page()), scanned_form()) == before
+    assert degrade(passport_page(), seed=8) != before[0]
