@@ -248,7 +248,7 @@ def landscape_photo(seed: int = 3) -> Image.Image:
         d.polygon([(0, h), *pts, (w, h)], fill=(40 + k * 25, 110 + k * 20, 50 + k * 10))
     d.rectangle([200, 330, 220, 430], fill=(90, 60, 30))
     d.ellipse([150, 240, 270, 360], fill=(30, 100, 40))
-    noise = Image.effect_noise((w, h), 30).convert("RGB")
+    noise = seeded_noise((w, h), 30, seed).convert("RGB")
     return Image.blend(img, noise, 0.08)
 
 
@@ -267,7 +267,7 @@ def car_photo() -> Image.Image:
     for cx in (300, 600):
         d.ellipse([cx - 55, 355, cx + 55, 465], fill=(20, 20, 20))
         d.ellipse([cx - 25, 385, cx + 25, 435], fill=(160, 160, 160))
-    noise = Image.effect_noise((w, h), 25).convert("RGB")
+    noise = seeded_noise((w, h), 25, seed=4).convert("RGB")
     return Image.blend(img, noise, 0.07)
 
 

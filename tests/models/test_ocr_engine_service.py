@@ -95,14 +95,21 @@ def test_rows_are_assembled_left_to_right() -> None:
     assert [ln.text for ln in lines] == ["hello world", "next"]
 
 
-def test_degraded_and_scanned_scenes_are_the_same_whatever_drew_random_numbers_first() -> None:
+def test_noisy_scenes_are_the_same_whatever_drew_random_numbers_first() -> None:
     """Their noise is seeded: Pillow's own noise (the C library's rand()) made the degraded
-    passport differ between full test runs, and its OCR with it."""
+    passport differ between full test runs, and its OCR with it; the photos are also the int8
+    detector's calibration inputs, which must not depend on what ran before the quantize tool."""
     from PIL import Image
 
-    from extproc.testing.ocr_scenes import degrade, passport_page, scanned_form
+    from extproc.testing.ocr_scenes import car_photo, degrade, landscape_photo, passport_page, scanned_form
+    from extproc.tools.quantize_ocr import calibration_inputs
 
-    before = (degrade(passport_page()), scanned_form())
+    def scenes() -> tuple[bytes, ...]:
+        return (degrade(passport_page()), scanned_form(), landscape_photo().tobytes(), car_photo().tobytes())
+
+    before, calibration = scenes(), calibration_inputs()
     Image.effect_noise((64, 64), 20)  # draws from the process-wide generator
-    assert (degrade(passport_page()), scanned_form()) == before
+    assert scenes() == before
+    assert all((a == b).all() for a, b in zip(calibration_inputs(), calibration, strict=True))
     assert degrade(passport_page(), seed=8) != before[0]
+    assert landscape_photo(seed=4).tobytes() != before[2]
