@@ -5,8 +5,9 @@ leaks, and prompt injection written inside an image by the same jailbreak patter
 catch it in plain text. Labels say what matched: `pii`, `pii:passport`, `secrets`,
 `secrets:aws_access_key`, `jailbreak`, `jailbreak:instruction_override`, `keyword`,
 `keyword:<word>`, `mrz` (a machine-readable zone whose check digits all agree, after OCR
-repair), `mrz_invalid` (MRZ-shaped, but a check digit fails: never counted as a match),
-and `code`. Evidence names the image and carries only redacted findings.
+repair; a valid passport MRZ also gives `pii:passport`, since it carries the number),
+`mrz_invalid` (MRZ-shaped, but a check digit fails: never counted as a match), and `code`.
+Evidence names the image and carries only redacted findings.
 
 A safety signal: if OCR is unavailable or runs out of time on an image request, the
 result is unknown, which fails closed by default.
@@ -33,6 +34,10 @@ from extproc.signals.ocr_support import load_ocr, read_images
 
 ImageDetector = Literal["pii", "secrets", "jailbreak", "keyword", "mrz", "code"]
 DEFAULT_DETECTORS: tuple[ImageDetector, ...] = ("pii", "secrets", "jailbreak", "mrz", "code")
+
+
+def _wants_passport(pii_kinds: list[str] | None) -> bool:
+    return pii_kinds is None or "passport" in pii_kinds
 
 
 class ImageTextSpec(SignalSpecBase):
@@ -143,6 +148,10 @@ class ImageTextSignal(ModelSignal[OcrService]):
                 score = 1.0 if mrz.valid else 0.5
                 labels[label] = max(labels.get(label, 0.0), score)
                 evidence.append(f"mrz {mrz.redacted()}")
+                if mrz.valid and mrz.kind == "passport" and "pii" in d and _wants_passport(spec.pii_kinds):
+                    # A valid passport MRZ carries the passport number, however OCR ordered the
+                    # lines around the printed "Passport No." box (which the text detector needs).
+                    add("pii", [Finding("passport", 0, 0, 0.9, "passport number in the machine-readable zone")])
         if "code" in d:
             score = code_likeness(layout_text if layout_text is not None else text)
             if score >= spec.code_threshold:

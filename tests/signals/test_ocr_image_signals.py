@@ -39,6 +39,7 @@ async def test_passport_fires_mrz_and_identity_document(
     text_ev, doc_ev = await _both(image_text, document, scene_bytes[scene], signal_ctx)
     assert text_ev.matched and text_ev.labels.get("mrz") == 1.0
     assert "mrz_invalid" not in text_ev.labels
+    assert "pii:passport" in text_ev.labels  # the number is in the MRZ, wherever OCR put the printed box
     assert doc_ev.matched and doc_ev.labels["identity_document"] >= 0.9
     assert any("mrz TD3 passport state=UTO valid" in e for e in text_ev.evidence)
     joined = " ".join(text_ev.evidence)
@@ -133,3 +134,22 @@ async def test_ocr_disabled_is_unavailable_not_false(build_ctx: BuildContext, sc
     ctx5 = SignalContext(build_ctx.executor, time.monotonic() + 5)
     with pytest.raises(SignalUnavailable):
         await signal.evaluate(image_request(scene_bytes["car"]), ctx5)
+
+
+# ICAO Doc 9303's TD3 specimen, and its TD2 identity card: no "Passport No." phrase anywhere.
+SPECIMEN_TD3 = "P<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<<<<<<<<<\nL898902C36UTO7408122F1204159ZE184226B<<<<<10"
+SPECIMEN_TD2 = "I<UTOERIKSSON<<ANNA<MARIA<<<<<<<<<<<\nD231458907UTO7408122F1204159<<<<<<<6"
+
+
+def _scan(text: str, **spec: object) -> dict[str, float]:
+    signal = ImageTextSignal(ImageTextSpec(name="t", type="image_text", **spec), None, "unit")  # type: ignore[arg-type]
+    return signal.scan(text)[0]
+
+
+def test_a_valid_passport_mrz_is_a_passport_number() -> None:
+    labels = _scan("Type P  Code UTO\n" + SPECIMEN_TD3)
+    assert labels["mrz"] == 1.0 and labels["pii:passport"] == 0.9 and "pii" in labels
+    assert "pii:passport" not in _scan(SPECIMEN_TD3.replace("<<<<<10", "<<<<<19"))  # a failed check digit
+    assert "pii:passport" not in _scan(SPECIMEN_TD2)  # an identity card's number is not a passport number
+    assert "pii" not in _scan(SPECIMEN_TD3, pii_kinds=["email"])
+    assert "pii" not in _scan(SPECIMEN_TD3, detectors=["mrz"]) and _scan(SPECIMEN_TD3, detectors=["mrz"])["mrz"] == 1.0
