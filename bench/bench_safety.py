@@ -23,7 +23,8 @@ Beside it, `--everyday` (default `bench/data/everyday_requests.jsonl` and
 `bench/data/everyday_safety_questions.jsonl`): everyday requests written for this project (poems,
 recipes, code, capitals; short creative-writing, role-play and "act as" requests phrased every
 way; many languages) and protective questions about crime and fraud (victims, parents, shop and
-office staff, students), none an attack or harmful; every one refused is a false positive, and
+office staff, students) and help-seeking questions on suicide, self-harm, abuse and addiction,
+none an attack or harmful; every one refused is a false positive, and
 each is printed with its category.
 """
 
@@ -58,7 +59,8 @@ BASELINES = REPO / "bench" / "data" / "baselines"
 V1_WEIGHTS = BASELINES / "attack_classifier_v1"
 V1_POLICY = BASELINES / "default_policy_v1.yaml"
 SHORT_CHARS = 200
-# Everyday requests (creative, role-play, ordinary) and protective questions about crime and fraud.
+# Everyday requests (creative, role-play, ordinary), protective questions about crime and fraud
+# and help-seeking questions (suicide, self-harm, abuse, addiction).
 EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl")
 
 
@@ -198,7 +200,7 @@ def main() -> int:
     parser.add_argument("--detail", action="store_true", help="per language and per category too")
     parser.add_argument(
         "--everyday", type=Path, nargs="*", default=[REPO / "bench" / "data" / name for name in EVERYDAY_FILES],
-        help="everyday request files (default: the everyday requests and the protective questions)",
+        help="everyday request files (default: the everyday requests and the safety questions)",
     )  # fmt: skip
     args = parser.parse_args()
     text = (args.data / "test.jsonl").read_text(encoding="utf-8")

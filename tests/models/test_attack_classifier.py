@@ -142,14 +142,17 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
 
 
 def test_protective_questions_train_the_harmful_output_only(tmp_path: Path) -> None:
-    """The generated protective questions about crime are benign rows of the harmful output; the
-    attack output trains without them, so its rows are what they were before they existed."""
-    from extproc.tools.attack_everyday import PROTECTIVE, PROTECTIVE_WRITTEN
+    """The generated protective questions about crime, and the help-seeking questions on suicide,
+    abuse and addiction, are benign rows of the harmful output; the attack output trains without
+    them, so its rows are what they were before they existed."""
+    from extproc.tools.attack_everyday import PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN
     from extproc.tools.attack_training.train import _training_set, rows_for
 
     data = _training_set(write_corpus(tmp_path / "corpus", synthetic_rows()), TINY, lambda _: None)
-    protective = {i for i, r in enumerate(data.rows) if r.category in (PROTECTIVE, PROTECTIVE_WRITTEN)}
+    groups = (PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN)
+    protective = {i for i, r in enumerate(data.rows) if r.category in groups}
     assert len(protective) >= 500 and all(data.rows[i].label == "benign" for i in protective)
+    assert sum(data.rows[i].category == SUPPORT_WRITTEN for i in protective) >= 80
     assert set(np.flatnonzero(data.harmful_only).tolist()) == protective
     attack_used, _ = rows_for(data, "attack")
     harmful_used, harmful_positive = rows_for(data, "harmful")
