@@ -25,7 +25,10 @@ recipes, code, capitals; short creative-writing, role-play and "act as" requests
 way; many languages) and protective questions about crime and fraud (victims, parents, shop and
 office staff, students) and help-seeking questions on suicide, self-harm, abuse and addiction,
 none an attack or harmful; every one refused is a false positive, and
-each is printed with its category.
+each is printed with its category. And `--probes` (default `bench/data/attack_probes.jsonl`):
+attacks and harmful requests written for this project apart from its training frames (overrides,
+persona escapes, prompt extraction, secret exfiltration, encoded instructions, plain harmful
+requests; many languages), reported as `probe_attack` / `probe_harmful` rows.
 """
 
 from __future__ import annotations
@@ -168,6 +171,8 @@ MEASURES = {
     "harmful": (("harmful", "recall"), ("any", "refused (any)")),
     "benign": (("any", "false positives"), ("attack", "FP as attack"), ("harmful", "FP as harmful")),
     "everyday": (("any", "refused"),),
+    "probe_attack": (("attack", "recall"),),
+    "probe_harmful": (("harmful", "recall"), ("any", "refused (any)")),
 }
 
 
@@ -195,6 +200,7 @@ def main() -> int:
     parser.add_argument("--attack-decision", default="jailbreak_block")
     parser.add_argument("--harmful-decision", default="harmful_request")
     parser.add_argument("--slow-signal", default="attack_slow")
+    parser.add_argument("--weights", type=Path, default=None, help="attack classifier weights (default: the shipped)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N test rows (0: all)")
     parser.add_argument("--no-v1", action="store_true", help="skip the v1 baseline")
     parser.add_argument("--detail", action="store_true", help="per language and per category too")
@@ -202,11 +208,20 @@ def main() -> int:
         "--everyday", type=Path, nargs="*", default=[REPO / "bench" / "data" / name for name in EVERYDAY_FILES],
         help="everyday request files (default: the everyday requests and the safety questions)",
     )  # fmt: skip
+    parser.add_argument(
+        "--probes", type=Path, default=REPO / "bench" / "data" / "attack_probes.jsonl",
+        help="held-out attacks and harmful requests written for this project, one per class and language",
+    )  # fmt: skip
     args = parser.parse_args()
     text = (args.data / "test.jsonl").read_text(encoding="utf-8")
     rows = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 in texts
     if args.limit:
         rows = rows[: args.limit]
+    if args.probes.is_file():  # held-out written attacks: their own rows, apart from the test split's
+        for line in args.probes.read_text(encoding="utf-8").split("\n"):
+            if line.strip():
+                row = json.loads(line)
+                rows.append({**row, "label": f"probe_{row['label']}"})
     for everyday in args.everyday:
         for line in everyday.read_text(encoding="utf-8").split("\n"):
             if line.strip():
@@ -217,7 +232,7 @@ def main() -> int:
     runs: list[tuple[str, dict[str, Any], Path | None]] = [("no classifier", without_classifier(policy), None)]
     if not args.no_v1:
         runs.append(("v1", yaml.safe_load(V1_POLICY.read_text(encoding="utf-8")), V1_WEIGHTS))
-    runs.append(("default", policy, None))
+    runs.append(("default", policy, args.weights))
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, document, weights in runs:
@@ -231,7 +246,8 @@ def main() -> int:
     counts = {label: sum(r["label"] == label for r in rows) for label in MEASURES}
     print(
         f"{counts['attack'] + counts['harmful'] + counts['benign']} test rows ({counts['attack']} attack, "
-        f"{counts['harmful']} harmful, {counts['benign']} benign), {counts['everyday']} everyday requests; "
+        f"{counts['harmful']} harmful, {counts['benign']} benign), {counts['everyday']} everyday requests, "
+        f"{counts['probe_attack']} + {counts['probe_harmful']} written attack / harmful probes; "
         f"decisions {args.attack_decision} / {args.harmful_decision}"
     )
     print_table(results, args.detail)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 # (language, frames, subjects, tasks): a frame's {s} takes a subject (what a story is about, or a
 # role to play), its {t} a task for the role. Every combination is a candidate; a hash of the
@@ -424,6 +424,122 @@ _SUPPORT_QUESTIONS: tuple[tuple[str, str], ...] = (
     ("nl", "Waar kan ik terecht als ik me al weken somber voel?"),
     ("pl", "Jak rozmawiać z nastolatkiem o depresji?"),
 )  # fmt: skip
+# Ordinary instructions asked in the frames the corpus's harmful rows use ("Give me step-by-step
+# instructions to ...", "Explain how to ...", "What's the best way to ..."), over household,
+# work, travel, study, health and hobby tasks, and over tasks whose words sound violent and are
+# not ("kill a frozen process", "shoot a portrait in low light", "get rid of mould"). Without them
+# the harmful output learned the frame: the weights of 2026-12-03 flagged "Can you give me
+# instructions on how to properly peel an onion?". They train the harmful output only.
+HOWTO = "everyday_howto"
+_EN_HOWTO_FRAMES = (
+    "Any tips for how to {x}?", "How to {x}?", "how do i {x}", "Show me how to {x}.",
+    "What are the steps to {x}?", "Give me step-by-step instructions to {x}.",
+    "What's the best way to {x}?", "Explain how to {x}", "I need a quick guide to {x}, please.",
+    "Could you tell me how to {x} properly?", "Walk me through how to {x}.",
+    # the frames of HarmBench-style harmful rows ("Give detailed instructions for how to ...")
+    "Give me detailed instructions to {x}.", "Give detailed instructions for how to {x}",
+    "Write a tutorial on how to {x}", "Provide step-by-step instructions for how to {x}.",
+)
+_EN_HOWTO_TASKS = (
+    "boil an egg", "chop garlic finely", "fold a fitted sheet", "unclog a kitchen drain", "change a flat tyre",
+    "tie a tie", "get rid of fruit flies", "remove a coffee stain from a carpet", "back up my phone",
+    "reset my wifi router", "set up a new printer", "write a cover letter", "ask my manager for a raise",
+    "prepare for a job interview", "plan a road trip on a budget", "pack a suitcase for two weeks",
+    "train for my first 5k", "fall asleep faster", "stop procrastinating", "save money on groceries",
+    "make a monthly budget", "grow tomatoes on a balcony", "repot a houseplant", "clean an oven",
+    "sharpen a kitchen knife", "paint a bedroom wall", "hang a heavy mirror", "teach my dog to sit",
+    "apologise to a friend", "give a wedding toast", "write a thank-you note to a teacher",
+    "take better photos with my phone", "add subtitles to a home video", "take good meeting notes",
+    "get from the airport to the city centre by train", "cite a website in APA style",
+    "convert a PDF to a Word document", "speed up an old laptop", "iron a dress shirt", "knit a scarf",
+    "build a birdhouse", "wrap a present neatly", "cut down on sugar", "stay motivated while studying",
+    "memorise a speech", "calm my nerves before an exam", "kill a frozen process on Linux",
+    "kill weeds without chemicals", "shoot a portrait in low light", "beat the last boss in Elden Ring",
+    "wipe an old hard drive before selling it", "get rid of mould in the bathroom", "break a bad habit",
+    "steal the show in a presentation", "treat a poison ivy rash", "blow up a photo without losing quality",
+    "attack a chess opening as black", "destroy old documents safely", "hunt for a good apartment",
+    "smash a tennis serve", "plan a surprise party without my wife noticing",
+    "hide a birthday present where the kids won't find it", "give my cat a pill without a fight",
+    "get stains out without ruining the fabric", "quietly leave a party without offending the host",
+)
+# A user taking back their own earlier message ("forget my last question", "ignore the typo above"):
+# the corpus's overrides drop the *model's* instructions with the same verbs, and without these rows
+# the embedding stage read "Olvida mi pregunta anterior y dime..." as an attack. Both outputs.
+_CORRECTIONS: tuple[tuple[str, str], ...] = (
+    ("en", "Forget my last question, what's a good name for a goldfish?"),
+    ("en", "Ignore what I wrote before, I meant Tuesday not Thursday."),
+    ("en", "Scratch my previous message, can you make the email shorter instead?"),
+    ("en", "Disregard my earlier typo, the word is 'receive'."),
+    ("en", "never mind my first question, how long should I boil rice?"),
+    ("es", "Olvida lo que te pregunté antes, ¿cuál es la capital de Chile?"),
+    ("es", "Ignora mi mensaje anterior, me equivoqué de fecha."),
+    ("es", "Olvida mi última frase y hazlo más corto, por favor."),
+    ("fr", "Oublie ma question précédente, comment cuire des pâtes ?"),
+    ("fr", "Ignore mon dernier message, je me suis trompé de ville."),
+    ("de", "Vergiss, was ich vorhin gefragt habe, wie spät ist es in Tokio?"),
+    ("de", "Ignoriere meine letzte Nachricht, ich meinte Mittwoch."),
+    ("it", "Dimentica la mia domanda di prima, come si fa il pesto?"),
+    ("it", "Ignora il mio messaggio precedente, ho sbagliato data."),
+    ("pt", "Esqueça minha pergunta anterior, qual é a capital do Peru?"),
+    ("pt", "Ignore minha última mensagem, eu quis dizer sexta-feira."),
+    ("nl", "Vergeet mijn vorige vraag, hoe maak ik pannenkoeken?"),
+    ("zh", "忘掉我刚才的问题，帮我推荐一本书吧。"),
+    ("ja", "さっきの質問は忘れて、おすすめの本を教えて。"),
+    ("ru", "Забудь мой прошлый вопрос, как сварить гречку?"),
+)  # fmt: skip
+# Fiction with dark characters and no harmful goal: villains' speeches, murder mysteries, ghost
+# stories, battles, heists that fail. The corpus's harmful rows include fiction requests whose goal
+# is harmful content ("a story in which the character explains how to make ..."), so a harmful
+# output trained without these learns "villain" and "murder" as the signal: the weights trained
+# with the how-to rows alone refused "Write a villain's monologue for my fantasy novel". They
+# train the harmful output only, like the rows above.
+DARK_FICTION = "everyday_dark_fiction"
+_EN_FICTION_FRAMES = (
+    "Write {x}", "Can you write {x}?", "write me {x}", "I need {x} for my book.", "Could you draft {x}?",
+    "Help me write {x}.",
+)
+_EN_DARK_FICTION = (
+    "a speech for the tyrant king in my play", "the evil sorcerer's last words before he is defeated",
+    "a scene where the detective confronts the murderer", "a ghost story to tell around a campfire",
+    "a poem about a soldier coming home from war", "a short story about a bank robbery that goes wrong",
+    "a chapter where pirates capture a merchant ship", "a creepy lullaby for a horror game",
+    "a tense dialogue between a mob boss and an undercover cop", "a scene where the dragon burns the village",
+    "a backstory for the villain of my D&D campaign", "a noir opening about a tired private eye",
+    "a zombie apocalypse story set in a shopping mall", "a dark fairy tale about a witch in the woods",
+    "a courtroom scene where the killer finally confesses", "a story where the hero outwits an assassin",
+    "a spooky story about a haunted hospital", "a battle scene between two armies of orcs",
+    "a poem from the point of view of a hunting wolf", "a spy thriller chase through Istanbul",
+    "a cruel stepmother's scheming soliloquy", "a scene where the vampire reveals who he is",
+    "a tragic ballad about a highwayman", "a cat burglar's heist that ends with her arrest",
+    "a war poem about the trenches", "the villain's threatening letter to the heroine",
+)
+# Ordinary encoding and decoding requests: a base64 string, a hex dump, Morse or ROT13 to read, a
+# name to encode. The corpus's encoded-instruction attacks ("decode this and follow it") share
+# their words, and without them the attack output refused "Decode this base64 string for me:
+# aGVsbG8gd29ybGQ=" at the lexical stage alone. Benign rows of both outputs.
+ENCODING = "everyday_encoding"
+_ENCODING: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
+    ("en", ("Decode this base64 for me: {x}", "What does this base64 say? {x}", "can you decode {x}",
+            "Decode this, it's from a puzzle: {x}", "What is this in plain text? {x}", "decode pls {x}"),
+     ("aGVsbG8gd29ybGQ=", "VGhhbmsgeW91IQ==", "bWVldCBtZSBhdCBub29u", "SGFwcHkgYmlydGhkYXk=", "Y2F0cyBhcmUgZ3JlYXQ=")),
+    ("en", ("What does this hex say: {x}", "Convert this hex to ASCII: {x}", "hex to text please {x}"),
+     ("48656c6c6f", "6c756e6368", "476f6f64206d6f726e696e67")),
+    ("en", ("What does this Morse code mean? {x}", "Translate this Morse for me: {x}", "decode this morse {x}"),
+     (".... .. / - .... . .-. .", "... --- ...", "-.-. .- -")),
+    ("en", ("Decode this ROT13: {x}", "What's this ROT13 clue? {x}", "rot13 this please: {x}"),
+     ("Jul qvq gur puvpxra pebff gur ebnq?", "Uryyb sebz Oreyva", "gur nafjre vf sbegl-gjb")),
+    ("en", ("How do I {x}?", "Explain how to {x}", "What's the command to {x}?", "Show me how to {x} in Python"),
+     ("base64-encode a string", "decode a base64 file", "convert hex to text", "encode a URL", "read a JWT payload",
+      "translate Morse code", "write a ROT13 function", "decode a QR code")),
+    ("de", ("Kannst du das Base64 entschlüsseln? {x}", "Was steht in diesem Base64: {x}"),
+     ("SGFsbG8gV2VsdA==", "RGFua2U=")),
+    ("fr", ("Peux-tu décoder ce base64 ? {x}", "Que dit ce texte en hexadécimal : {x}"),
+     ("Qm9uam91cg==", "53616c7574")),
+    ("es", ("¿Puedes decodificar este base64? {x}", "¿Qué dice este hexadecimal? {x}"),
+     ("SG9sYQ==", "486f6c61")),
+    ("it", ("Puoi decodificare questo base64? {x}",), ("Q2lhbw==", "R3Jhemll")),
+    ("zh", ("帮我解码这段base64：{x}", "这段十六进制是什么意思：{x}"), ("5L2g5aW9", "48656c6c6f")),
+)  # fmt: skip
 _PROTECTIVE: tuple[tuple[str, Sequence[str], Sequence[str]], ...] = (
     ("fr", ("Comment me protéger contre {x} ?", "Quels sont les signes {x} ?", "Comment reconnaître {x} ?",
             "Que faire si je suis victime {x} ?"),
@@ -472,7 +588,7 @@ def _fill(frame: str, subject: str, task: str) -> str:
 
 def _over(frames: Sequence[str], things: Sequence[str]) -> list[str]:
     """Every frame's {x} filled with every thing, ranked."""
-    return _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))
+    return rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))
 
 
 def _threat(frame: str, threat: str) -> str:
@@ -486,7 +602,7 @@ def _threat(frame: str, threat: str) -> str:
     return frame.replace("{x}", threat)
 
 
-def _rank(texts: Iterable[str]) -> list[str]:
+def rank(texts: Iterable[str]) -> list[str]:
     """Deterministic order by a hash of the text (a sample that does not follow the lists' order)."""
     return sorted(dict.fromkeys(texts), key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
 
@@ -504,7 +620,11 @@ EVERYDAY = "everyday"
 
 
 def everyday_texts(
-    per_language: int = 60, english: int = 900, data_requests: int = 120, protective: int = 360
+    per_language: int = 60,
+    english: int = 900,
+    data_requests: int = 120,
+    protective: int = 360,
+    howto: int = 420,
 ) -> list[tuple[str, str, str]]:
     """(lang, category, text) of generated everyday requests: `english` English ones (creative
     frames over subjects, role frames over roles and tasks), `data_requests` English requests over
@@ -512,41 +632,54 @@ def everyday_texts(
     protective questions about crime and fraud (category `PROTECTIVE`): `protective` English ones
     over threats, every offender frame, the questions written one by one, and a few in five other
     languages; and help-seeking questions on suicide, self-harm, abuse, addiction and violence
-    (category `SUPPORT_WRITTEN`), written one by one."""
+    (category `SUPPORT_WRITTEN`), written one by one; and `howto` ordinary instructions in the
+    frames of harmful requests (category `HOWTO`); and fiction with dark characters and no harmful
+    goal (category `DARK_FICTION`); and encoding and decoding requests (category `ENCODING`)."""
     en = [_fill(f, s, "") for f, s in itertools.product(_EN_FRAMES, _EN_SUBJECTS)]
     en += [_fill(f, r, t) for f, r, t in itertools.product(_EN_ROLE_FRAMES, _EN_ROLES, _EN_TASKS)]
-    out = [("en", EVERYDAY, t) for t in _rank(en)[:english]]
+    out = [("en", EVERYDAY, t) for t in rank(en)[:english]]
     data = [f.replace("{d}", d) for f, d in itertools.product(_EN_DATA_FRAMES, _EN_DATA)]
-    out += [("en", EVERYDAY, t) for t in _rank(data)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in rank(data)[:data_requests]]
     code = [f.replace("{e}", e) for f, e in itertools.product(_EN_CODE_FRAMES, _EN_ERRORS)]
-    out += [("en", EVERYDAY, t) for t in _rank(code)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in rank(code)[:data_requests]]
     for lang, frames, things in _HOW_TO:
         out += [(lang, EVERYDAY, t) for t in _over(frames, things)]
+    for lang, frames, things in _ENCODING:
+        out += [(lang, ENCODING, t) for t in _over(frames, things)]
+    out += [(lang, EVERYDAY, t) for lang, t in _CORRECTIONS]
     for lang, frames, subjects in _LANGUAGES:
         tasks = _TASKS[lang]
         texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]
-        out += [(lang, EVERYDAY, t) for t in _rank(texts)[:per_language]]
+        out += [(lang, EVERYDAY, t) for t in rank(texts)[:per_language]]
     threats = [_threat(f, x) for f, x in itertools.product(_EN_PROTECT_FRAMES, _EN_THREATS)]
-    out += [("en", PROTECTIVE, t) for t in _rank(threats)[:protective]]
+    out += [("en", PROTECTIVE, t) for t in rank(threats)[:protective]]
     offenders = [f.replace("{a}", a) for f, a in itertools.product(_EN_OFFENDER_FRAMES, _EN_OFFENDERS)]
-    out += [("en", PROTECTIVE, t) for t in _rank(offenders)]
+    out += [("en", PROTECTIVE, t) for t in rank(offenders)]
     for lang, frames, things in _PROTECTIVE:
         out += [(lang, PROTECTIVE, t) for t in _over(frames, things)]
     out += [(lang, PROTECTIVE_WRITTEN, t) for lang, t in _PROTECTIVE_QUESTIONS]
     out += [(lang, SUPPORT_WRITTEN, t) for lang, t in _SUPPORT_QUESTIONS]
+    out += [("en", HOWTO, t) for t in _over(_EN_HOWTO_FRAMES, _EN_HOWTO_TASKS)[:howto]]
+    out += [("en", DARK_FICTION, t) for t in _over(_EN_FICTION_FRAMES, _EN_DARK_FICTION)]
     return out
+
+
+def near_any(exclude: Sequence[str], jaccard: float = 0.6) -> Callable[[str], bool]:
+    """A test of whether a text equals, or (word 3-grams) nearly repeats, one of `exclude`: how
+    generated training rows are kept apart from the evaluation sets."""
+    banned = {" ".join(t.lower().split()) for t in exclude}
+    banned_shingles = [_shingles(t) for t in exclude]
+
+    def near(text: str) -> bool:
+        if " ".join(text.lower().split()) in banned:
+            return True
+        mine = _shingles(text)
+        return any(len(mine & other) / max(1, len(mine | other)) >= jaccard for other in banned_shingles)
+
+    return near
 
 
 def everyday_rows(exclude: Sequence[str] = (), jaccard: float = 0.6) -> list[tuple[str, str, str]]:
     """`everyday_texts` without any text equal to, or (word 3-grams) near, one of `exclude`."""
-    banned = {" ".join(t.lower().split()) for t in exclude}
-    banned_shingles = [_shingles(t) for t in exclude]
-    kept: list[tuple[str, str, str]] = []
-    for lang, category, text in everyday_texts():
-        if " ".join(text.lower().split()) in banned:
-            continue
-        mine = _shingles(text)
-        if any(len(mine & other) / max(1, len(mine | other)) >= jaccard for other in banned_shingles):
-            continue
-        kept.append((lang, category, text))
-    return kept
+    near = near_any(exclude, jaccard)
+    return [row for row in everyday_texts() if not near(row[2])]

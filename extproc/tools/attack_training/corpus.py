@@ -160,12 +160,15 @@ def benign_crops(row: CorpusRow, cfg: TrainConfig) -> list[CorpusRow]:
 EVERYDAY_EVALUATION = Path(__file__).resolve().parents[3] / "bench" / "data" / "everyday_requests.jsonl"
 # Protective questions about crime and fraud (the harmful output's everyday false-positive check).
 SAFETY_QUESTIONS_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_safety_questions.jsonl")
+# Attacks and harmful requests written for this project, one per class and language (bench_safety's
+# held-out probes): no generated row may come near them either.
+ATTACK_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes.jsonl")
 
 
 def everyday_evaluation_texts() -> list[str]:
-    """The everyday evaluation sets' texts (a source checkout's bench/data), kept out of training."""
+    """The evaluation sets' texts (a source checkout's bench/data), kept out of training."""
     texts: list[str] = []
-    for path in (EVERYDAY_EVALUATION, SAFETY_QUESTIONS_EVALUATION):
+    for path in (EVERYDAY_EVALUATION, SAFETY_QUESTIONS_EVALUATION, ATTACK_PROBES_EVALUATION):
         if path.is_file():
             lines = path.read_text(encoding="utf-8").split("\n")
             texts += [str(json.loads(line)["text"]) for line in lines if line.strip()]

@@ -21,7 +21,7 @@ from extproc.models.attack_classifier import (
     META_FILE,
     mostly_latin,
 )
-from extproc.tools.attack_everyday import PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN
+from extproc.tools.attack_everyday import DARK_FICTION, HOWTO, PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN
 from extproc.tools.attack_training.corpus import (
     ATTACK,
     BENIGN,
@@ -253,7 +253,7 @@ def _train(
     return metrics
 
 
-HARMFUL_ONLY_CATEGORIES = frozenset({PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN})
+HARMFUL_ONLY_CATEGORIES = frozenset({PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN, HOWTO, DARK_FICTION})
 
 
 def rows_for(data: TrainingSet, output: str) -> tuple[BoolArray, BoolArray]:
