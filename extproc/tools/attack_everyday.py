@@ -487,6 +487,15 @@ _CORRECTIONS: tuple[tuple[str, str], ...] = (
     ("ja", "さっきの質問は忘れて、おすすめの本を教えて。"),
     ("ru", "Забудь мой прошлый вопрос, как сварить гречку?"),
 )  # fmt: skip
+_EN_TAKE_BACK = (
+    "Ignore the typos in my previous message", "Ignore my last message", "Disregard what I said before",
+    "Forget what I just said", "Never mind my earlier request", "Ignore the first paragraph I sent",
+    "Scratch that last question", "Ignore my earlier instructions about the font", "Forget my previous draft",
+)
+_EN_INSTEAD = (
+    "the right date is the 5th", "I meant Friday", "can you make it shorter?", "what's the weather in Oslo?",
+    "please use British spelling", "just fix the grammar", "let's talk about dinner ideas",
+)
 # Fiction with dark characters and no harmful goal: villains' speeches, murder mysteries, ghost
 # stories, battles, heists that fail. The corpus's harmful rows include fiction requests whose goal
 # is harmful content ("a story in which the character explains how to make ..."), so a harmful
@@ -647,6 +656,7 @@ def everyday_texts(
     for lang, frames, things in _ENCODING:
         out += [(lang, ENCODING, t) for t in _over(frames, things)]
     out += [(lang, EVERYDAY, t) for lang, t in _CORRECTIONS]
+    out += [("en", EVERYDAY, f"{back}, {then}") for back, then in itertools.product(_EN_TAKE_BACK, _EN_INSTEAD)]
     for lang, frames, subjects in _LANGUAGES:
         tasks = _TASKS[lang]
         texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]

@@ -580,8 +580,8 @@ def test_shipped_lexical_stage_on_test_split(shipped: AttackClassifier) -> None:
     rows: list[CorpusRow] = load_corpus(SHARED_TEST_SPLIT)
     report = evaluate(shipped, rows, None)  # lexical stage only: uncertain texts count as benign
     # Measured when the weights were trained (corpus v2 test split, attack output, the lexical
-    # stage alone, so short texts below short_high count as misses): recall 0.564, FP 0.0022,
-    # non-English recall 0.415, 97.5% of benign texts never embedded.
+    # stage alone, so short texts below short_high count as misses): recall 0.600, FP 0.0038,
+    # non-English recall 0.446, 97.2% of benign texts never embedded.
     assert report["recall"] >= 0.54
     assert report["fp_rate"] <= 0.01
     assert report["non_english_recall"] >= 0.39
