@@ -376,7 +376,7 @@ RULES: tuple[Rule, ...] = (
     _rule(_OVERRIDE, 0.75, ("cancel", "abort", "terminate", "scrap", "abandon", "drop"),
           r" your (?:current|previous|original|assigned|prior|existing) (?:task|tasks|assignment|mission"
           r"|job|instructions|programming) (?:and|then|now|instead)\b"),
-    # German: the old rules declared void, "obey only me"
+    # German: the earlier instructions declared void ("alle bisherigen Anweisungen sind ab sofort ungültig")
     _rule(_OVERRIDE, 0.85, ("alle", "die", "deine", "samtliche", "jegliche"),
           rf" {_gap(1)}(?:fruheren|bisherigen|vorherigen|vorigen|alten|ursprunglichen|vorangegangenen)"
           r" (?:befehle|anweisungen|vorgaben|instruktionen)"
