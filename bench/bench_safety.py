@@ -193,6 +193,11 @@ def print_table(results: dict[str, dict[str, Any]], detail: bool) -> None:
             print(f"{label:8} {meaning:15} {group:<22}{cells}   (n={n})")
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL file (split on newlines only, not splitlines: texts may hold U+2028)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "safety")
@@ -213,21 +218,16 @@ def main() -> int:
         help="held-out attacks and harmful requests written for this project, one per class and language",
     )  # fmt: skip
     args = parser.parse_args()
-    text = (args.data / "test.jsonl").read_text(encoding="utf-8")
-    rows = [json.loads(line) for line in text.split("\n") if line.strip()]  # not splitlines: U+2028 in texts
+    rows = read_jsonl(args.data / "test.jsonl")
     if args.limit:
         rows = rows[: args.limit]
     if args.probes.is_file():  # held-out written attacks: their own rows, apart from the test split's
-        for line in args.probes.read_text(encoding="utf-8").split("\n"):
-            if line.strip():
-                row = json.loads(line)
-                rows.append({**row, "label": f"probe_{row['label']}"})
+        rows += [{**row, "label": f"probe_{row['label']}"} for row in read_jsonl(args.probes)]
     for everyday in args.everyday:
-        for line in everyday.read_text(encoding="utf-8").split("\n"):
-            if line.strip():
-                row = json.loads(line)
-                category = row.get("category", "everyday")
-                rows.append({"text": row["text"], "label": "everyday", "lang": row["lang"], "category": category})
+        rows += [
+            {"text": row["text"], "label": "everyday", "lang": row["lang"], "category": row.get("category", "everyday")}
+            for row in read_jsonl(everyday)
+        ]
     policy = yaml.safe_load(args.policy.read_text(encoding="utf-8"))
     runs: list[tuple[str, dict[str, Any], Path | None]] = [("no classifier", without_classifier(policy), None)]
     if not args.no_v1:

@@ -597,7 +597,7 @@ def _fill(frame: str, subject: str, task: str) -> str:
 
 def _over(frames: Sequence[str], things: Sequence[str]) -> list[str]:
     """Every frame's {x} filled with every thing, ranked."""
-    return rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))
+    return _rank(f.replace("{x}", x) for f, x in itertools.product(frames, things))
 
 
 def _threat(frame: str, threat: str) -> str:
@@ -611,7 +611,7 @@ def _threat(frame: str, threat: str) -> str:
     return frame.replace("{x}", threat)
 
 
-def rank(texts: Iterable[str]) -> list[str]:
+def _rank(texts: Iterable[str]) -> list[str]:
     """Deterministic order by a hash of the text (a sample that does not follow the lists' order)."""
     return sorted(dict.fromkeys(texts), key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
 
@@ -646,11 +646,11 @@ def everyday_texts(
     goal (category `DARK_FICTION`); and encoding and decoding requests (category `ENCODING`)."""
     en = [_fill(f, s, "") for f, s in itertools.product(_EN_FRAMES, _EN_SUBJECTS)]
     en += [_fill(f, r, t) for f, r, t in itertools.product(_EN_ROLE_FRAMES, _EN_ROLES, _EN_TASKS)]
-    out = [("en", EVERYDAY, t) for t in rank(en)[:english]]
+    out = [("en", EVERYDAY, t) for t in _rank(en)[:english]]
     data = [f.replace("{d}", d) for f, d in itertools.product(_EN_DATA_FRAMES, _EN_DATA)]
-    out += [("en", EVERYDAY, t) for t in rank(data)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in _rank(data)[:data_requests]]
     code = [f.replace("{e}", e) for f, e in itertools.product(_EN_CODE_FRAMES, _EN_ERRORS)]
-    out += [("en", EVERYDAY, t) for t in rank(code)[:data_requests]]
+    out += [("en", EVERYDAY, t) for t in _rank(code)[:data_requests]]
     for lang, frames, things in _HOW_TO:
         out += [(lang, EVERYDAY, t) for t in _over(frames, things)]
     for lang, frames, things in _ENCODING:
@@ -660,11 +660,11 @@ def everyday_texts(
     for lang, frames, subjects in _LANGUAGES:
         tasks = _TASKS[lang]
         texts = [_fill(f, s, t) for f, s, t in itertools.product(frames, subjects, tasks)]
-        out += [(lang, EVERYDAY, t) for t in rank(texts)[:per_language]]
+        out += [(lang, EVERYDAY, t) for t in _rank(texts)[:per_language]]
     threats = [_threat(f, x) for f, x in itertools.product(_EN_PROTECT_FRAMES, _EN_THREATS)]
-    out += [("en", PROTECTIVE, t) for t in rank(threats)[:protective]]
+    out += [("en", PROTECTIVE, t) for t in _rank(threats)[:protective]]
     offenders = [f.replace("{a}", a) for f, a in itertools.product(_EN_OFFENDER_FRAMES, _EN_OFFENDERS)]
-    out += [("en", PROTECTIVE, t) for t in rank(offenders)]
+    out += [("en", PROTECTIVE, t) for t in _rank(offenders)]
     for lang, frames, things in _PROTECTIVE:
         out += [(lang, PROTECTIVE, t) for t in _over(frames, things)]
     out += [(lang, PROTECTIVE_WRITTEN, t) for lang, t in _PROTECTIVE_QUESTIONS]

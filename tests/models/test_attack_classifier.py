@@ -144,8 +144,8 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, di
 def test_protective_questions_train_the_harmful_output_only(tmp_path: Path) -> None:
     """The generated protective questions about crime, the help-seeking questions on suicide,
     abuse and addiction, ordinary how-to requests in the harmful rows' frames and fiction with dark
-    characters are benign rows of the harmful output; the attack output trains without them, so its rows are what they were
-    before they existed."""
+    characters are benign rows of the harmful output; the attack output trains without them, so
+    its rows are what they were before they existed."""
     from extproc.tools.attack_everyday import DARK_FICTION, HOWTO, PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN
     from extproc.tools.attack_training.train import _training_set, rows_for
 

@@ -413,8 +413,8 @@ RULES: tuple[Rule, ...] = (
     # The persona without limits, in more words: "an AI free of every ethical rule", "an uncensored AI"
     _rule(_ROLEPLAY, 0.85,
           ("tu es", "tu seras", "deviens", "vous etes", "eres", "seras", "conviertete en", "voce e", "voce sera",
-           "sei", "diventa", "du bist", "sei eine", "spiel", "spiele", "werde"),
-          rf" {_gap(3)}(?:ia|ki|ai|intelligence artificielle|inteligencia artificial|inteligencia artificial"
+           "sei", "diventa", "du bist", "spiel", "spiele", "werde"),
+          rf" {_gap(3)}(?:ia|ki|ai|intelligence artificielle|inteligencia artificial"
           rf"|intelligenza artificiale|kunstliche intelligenz|assistant|assistente|asistente) {_gap(4)}"
           r"(?:sans (?:censure|filtres?|limites?|regles|restrictions?|morale|ethique)"
           r"|sin (?:censura|filtros?|limites?|reglas|restricciones|moral|etica)"
@@ -446,10 +446,10 @@ RULES: tuple[Rule, ...] = (
           rf" {_gap(2)}(?:rules|instructions|guidelines|directives|prompt) (?:that )?your (?:operator|developer"
           r"|developers|creator|creators|deployer|owner|admin|administrator|company|provider) (?:gave|has given"
           r"|have given|wrote|set|configured)\b"),
-    # Secrets of the model's context in other languages, and its .env file
+    # Secrets of the model's context in other languages ("the passwords in your configuration")
     _rule(_EXFIL, 0.85,
           ("zeig", "zeige", "gib", "nenne", "verrate", "liste", "donne", "montre", "affiche", "revele", "ecris",
-           "liste", "dame", "dime", "muestra", "muestrame", "escribe", "revela", "mostra", "mostrami", "dammi",
+           "dame", "dime", "muestra", "muestrame", "escribe", "revela", "mostra", "mostrami", "dammi",
            "dimmi", "scrivi", "mostre", "me de", "diga", "escreva"),
           rf"(?: mir| moi| me)? {_gap(3)}(?:passworter|passwort|kennworter|tokens|token|api schlussel|schlussel"
           rf"|zugangsdaten|mots de passe|mot de passe|jetons|cles api|cles|identifiants|contrasenas|contrasena"
