@@ -10,7 +10,9 @@ share of texts stage 1 decides; the trade-off curve of the cascade's threshold (
 vs accuracy); the real `domain` signal's latency per request (distinct texts, through
 `answer_now` as the dispatcher calls it) where stage 1 decides; and the cascade's accuracy on
 `bench/data/domain_everyday.jsonl`, 84 requests in everyday phrasing (six per subject, written
-for this project and never trained on: the corpus is textbook questions, users are not).
+for this project and never trained on: the corpus is textbook questions, users are not), and on
+`bench/data/domain_exam.jsonl`, 168 exam-style items without options (twelve per subject, written
+for this project by another hand than the exam-style training rows, and never trained on).
 The test split is for evaluation only: nothing here tunes anything.
 """
 
@@ -22,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -75,6 +78,12 @@ def main() -> int:
         default=REPO / "bench" / "data" / "domain_everyday.jsonl",
         help="subject-labelled requests in everyday phrasing (never trained on)",
     )
+    parser.add_argument(
+        "--exam",
+        type=Path,
+        default=REPO / "bench" / "data" / "domain_exam.jsonl",
+        help="subject-labelled exam-style items without options (never trained on)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     classifier = DomainClassifier.load(args.weights)
@@ -94,22 +103,36 @@ def main() -> int:
         threads=args.threads,
     )
     latency = signal_latency([r.text for r in test_rows], classifier)
-    everyday_rows = load_rows(args.everyday)
-    everyday = evaluate(classifier, everyday_rows, embedder.embed, timing_repeats=1)
+    held_out = {
+        "everyday": (args.everyday, "everyday phrasing"),
+        "exam": (args.exam, "exam style"),
+    }
+    sets = {
+        key: (path, what, evaluate(classifier, load_rows(path), embedder.embed, timing_repeats=1))
+        for key, (path, what) in held_out.items()
+    }
     if args.json:
-        print(
-            json.dumps({"report": report, "baselines": base, "signal_latency": latency, "everyday": everyday}, indent=2)
-        )
+        extra = {key: result for key, (_, _, result) in sets.items()}
+        print(json.dumps({"report": report, "baselines": base, "signal_latency": latency, **extra}, indent=2))
     else:
         print(format_report(report, base))
         print(f"domain signal per request (distinct texts, answer_now): {latency}")
-        print(
-            f"everyday phrasing ({args.everyday.name}, {len(everyday_rows)} requests written for evaluation only): "
-            f"cascade {everyday['cascade']['accuracy']:.3f} with {1 - everyday['stage1_share']:.1%} embedded, "
-            f"stage 1 alone {everyday['stage1_only']['accuracy']:.3f}, "
-            f"stage 2 on every text {everyday['stage2_everywhere']['accuracy']:.3f}"
-        )
+        for path, what, result in sets.values():
+            print(held_out_line(path, what, result))
     return 0
+
+
+def held_out_line(path: Path, what: str, result: dict[str, Any]) -> str:
+    """One written evaluation set's figures: the cascade, stage 1 alone, stage 2 everywhere, and
+    the subjects it reads worst."""
+    recall = {label: row["recall"] for label, row in result["cascade"]["per_label"].items() if row["support"]}
+    worst = ", ".join(f"{label} {value:.2f}" for label, value in sorted(recall.items(), key=lambda kv: kv[1])[:4])
+    return (
+        f"{what} ({path.name}, {result['cascade']['rows']} texts written for evaluation only): "
+        f"cascade {result['cascade']['accuracy']:.3f} with {1 - result['stage1_share']:.1%} embedded, "
+        f"stage 1 alone {result['stage1_only']['accuracy']:.3f}, "
+        f"stage 2 on every text {result['stage2_everywhere']['accuracy']:.3f}; weakest: {worst}"
+    )
 
 
 if __name__ == "__main__":

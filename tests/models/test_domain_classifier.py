@@ -241,3 +241,29 @@ def test_shipped_weights_answer_plain_questions() -> None:
         ("Balance the redox reaction and compute the molarity of the acid after titration.", "chemistry"),
     ]:
         assert clf.labels[int(clf.first_stage_probs(text).argmax())] == label, text
+
+
+BENCH_DATA = Path(__file__).resolve().parents[2] / "bench" / "data"
+HELD_OUT_SETS = ["domain_everyday.jsonl", "domain_exam.jsonl"]
+
+
+@pytest.mark.parametrize("name", HELD_OUT_SETS)
+def test_written_evaluation_sets_cover_every_subject(name: str) -> None:
+    rows = load_rows(BENCH_DATA / name)
+    counts = {label: sum(r.label == label for r in rows) for label in SUBJECTS}
+    assert set(r.label for r in rows) <= set(SUBJECTS)
+    assert min(counts.values()) >= 6, counts
+
+
+def test_extra_training_rows_stay_apart_from_the_written_evaluation_sets() -> None:
+    """The evaluation sets measure unseen questions only while no extra training row equals or
+    nearly repeats one of them (word 3-gram Jaccard >= 0.5, the filter the rows went through)."""
+    from extproc.tools.attack_everyday import near_any
+
+    held_out = [r.text for name in HELD_OUT_SETS for r in load_rows(BENCH_DATA / name)]
+    near = near_any(held_out, jaccard=0.5)
+    extra = load_rows(DEFAULT_WEIGHTS_DIR / "extra_train.jsonl")
+    assert len(extra) > 1000
+    assert [r.text for r in extra if near(r.text)] == []
+    # The check can fail: a held-out question, reworded slightly, is caught.
+    assert near(held_out[0].replace("?", " ?") + " Explain.")
