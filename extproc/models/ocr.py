@@ -32,6 +32,7 @@ from extproc.models.lru import LruCache
 # How the models run (tuning, runtimes) is in `ocr_runtime`; OcrTuning stays importable from here.
 from extproc.models.ocr_runtime import (
     GATE_SCALE,
+    MAX_TEXT_CANDIDATES,
     REC_HEIGHT,
     OcrEngineStats,
     int8_detector,
@@ -126,7 +127,8 @@ class OcrEngine(Protocol):
 
 
 class OcrTimeout(TimeoutError):
-    """OCR ran out of its budget before reading anything."""
+    """OCR stopped before reading anything: its budget ran out, or the image held more candidate
+    text regions than it examines (`MAX_TEXT_CANDIDATES`)."""
 
 
 # --------------------------------------------------------------------------- layout
@@ -267,15 +269,27 @@ class RapidOcrEngine:
         if not chars:
             raise ValueError(f"{rec_path.name} carries no character list")
         self.runtime = runtime
-        # rapidocr's config.yaml values for the DB post-processing.
+        # rapidocr's config.yaml values for the DB post-processing, but every candidate region is
+        # considered (see `_text_boxes`): rapidocr keeps the first 1,000 contours and drops the rest
+        # unseen, so speckle noise below a line of text hid the line from OCR altogether.
         self._det_post = DBPostProcess(
-            thresh=0.3, box_thresh=0.5, max_candidates=1000, unclip_ratio=1.6, use_dilation=True, score_mode="fast"
+            thresh=0.3,
+            box_thresh=0.5,
+            max_candidates=MAX_TEXT_CANDIDATES,
+            unclip_ratio=1.6,
+            use_dilation=True,
+            score_mode="fast",
         )
         self._decode = CTCLabelDecode(character=chars)
         # The first look's post-processing: lower thresholds than the full pass, so that small
         # or faint text downscaled to the look's size still leaves a candidate box.
         self._gate_post = DBPostProcess(
-            thresh=0.15, box_thresh=0.25, max_candidates=1000, unclip_ratio=1.6, use_dilation=True, score_mode="fast"
+            thresh=0.15,
+            box_thresh=0.25,
+            max_candidates=MAX_TEXT_CANDIDATES,
+            unclip_ratio=1.6,
+            use_dilation=True,
+            score_mode="fast",
         )
         self._gate_post.min_size = 2
         import cv2
@@ -382,17 +396,39 @@ class RapidOcrEngine:
             return [], [], [], False
         det_in = self._det_input(img)
         boxes = None
+        overflow = False
         if det_in is not None:
-            found, _ = self._det_post(self._det(det_in), img.shape[:2])
+            found, overflow = self._text_boxes(self._det_post, self._det(det_in), img.shape[:2])
             if len(found):
                 boxes = TextDetector.sorted_boxes(np.asarray(found))
         if boxes is None:
             self.stats.det_empty += 1  # nothing to read: recognition is skipped
-            return [], [], [], False
+            return [], [], [], overflow
         crops = [get_rotate_crop_image(img, box.copy()) for box in boxes]
         texts, scores, truncated = self._recognize_lines(crops, deadline)
         quads = map_boxes_to_original(boxes.astype("float32"), op_record, h, w)
-        return list(quads), texts, scores, truncated
+        return list(quads), texts, scores, truncated or overflow
+
+    def _text_boxes(self, post: Any, pred: NDArray[np.float32], shape: tuple[int, int]) -> tuple[Any, bool]:
+        """Boxes from one detector map (`post`: a DBPostProcess), and whether candidate regions were
+        left unexamined: DBPostProcess's own steps, with the count of regions checked against its
+        `max_candidates` first, since beyond it the rest would be dropped unseen. The full pass
+        reports an overflow as a truncated read (what was read still counts; "no text" is never
+        claimed); the first look sends such an image to the full pass."""
+        import cv2
+        import numpy as np
+
+        mask = (pred[0, 0] > post.thresh).astype(np.uint8)
+        if post.dilation_kernel is not None:
+            mask = cv2.dilate(mask, post.dilation_kernel)
+        contours, _ = cv2.findContours(mask * 255, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+        overflow = len(contours) > post.max_candidates
+        if overflow:
+            self.stats.det_overflow += 1
+        src_h, src_w = shape
+        boxes, scores = post.boxes_from_bitmap(pred[0, 0], mask, src_w, src_h)
+        found, _ = post.filter_det_res(boxes, scores, src_h, src_w)
+        return found, overflow
 
     def _worth_a_first_look(self, img: NDArray[np.uint8]) -> bool:
         """Whether the full detection input has over twice the pixels of the first look's."""
@@ -430,7 +466,12 @@ class RapidOcrEngine:
         looks = np.stack([small, cv2.cvtColor(lab, cv2.COLOR_LAB2BGR)]).astype(np.float32)
         x = np.ascontiguousarray((looks / 127.5 - 1.0).transpose((0, 3, 1, 2)))
         maps = self._det(x)
-        found = [box for i in range(len(maps)) for box in self._gate_post(maps[i : i + 1], img.shape[:2])[0]]
+        found = []
+        for i in range(len(maps)):
+            boxes, overflow = self._text_boxes(self._gate_post, maps[i : i + 1], img.shape[:2])
+            if overflow:
+                return True  # too many candidates to rule out: the full pass decides
+            found += list(boxes)
         if not len(found):
             return False
         if len(found) > self.tuning.gate_probe_lines:
@@ -574,7 +615,10 @@ class OcrService:
             ]
         elapsed = (time.monotonic() - start) * 1000.0
         if truncated and not boxes:
-            raise OcrTimeout(f"OCR ran out of its {self.budget_s * 1000:.0f} ms budget before reading any text")
+            raise OcrTimeout(
+                f"OCR stopped before reading any text: its {self.budget_s * 1000:.0f} ms budget ran out, or the"
+                f" image held more than {MAX_TEXT_CANDIDATES:,} candidate text regions"
+            )
         return OcrResult(
             assemble_lines(boxes), pixels.width, pixels.height, elapsed, truncated, getattr(self.engine, "name", "")
         )

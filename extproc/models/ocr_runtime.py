@@ -21,6 +21,9 @@ DetPrecision = Literal["fp32", "int8"]
 
 GATE_SCALE = 0.4  # the cheap first look's size, when `ocr.text_gate` turns it on
 REC_HEIGHT = 48  # PP-OCR recognition models take 48-pixel-high text lines
+# Candidate text regions the full pass examines in one image (rapidocr's own cap is 1,000, and it
+# drops the rest unseen). Beyond this the read is reported truncated, never as "no text".
+MAX_TEXT_CANDIDATES = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +187,7 @@ class OcrEngineStats:
 
     images: int = 0  # images run through detection
     det_empty: int = 0  # images where detection found no text box: recognition skipped
+    det_overflow: int = 0  # images with more candidate regions than MAX_TEXT_CANDIDATES (read truncated)
     rec_calls: int = 0  # recognition model calls (batches)
     lines_read: int = 0  # text lines recognised
     lines_skipped: int = 0  # text lines left unread by the deadline

@@ -229,6 +229,23 @@ def injection_banner() -> Image.Image:
     return img
 
 
+def speckled_injection(seed: int = 0, marks: int = 14_000, side: int = 1400) -> Image.Image:
+    """An injection line above a field of small black specks: the specks leave the detector
+    thousands of candidate regions, more than rapidocr's post-processing examines (it keeps the
+    first 1,000 and drops the rest unseen, the line among them)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    img = Image.new("RGB", (side, side), "white")
+    d = ImageDraw.Draw(img)
+    d.text((40, 30), " ".join(INJECTION_TEXT), font=font(28), fill="black")
+    xs, ys = rng.integers(0, side - 10, marks), rng.integers(120, side - 10, marks)
+    ws, hs = rng.integers(2, 7, marks), rng.integers(2, 7, marks)
+    for x, y, w, h in zip(xs.tolist(), ys.tolist(), ws.tolist(), hs.tolist(), strict=True):
+        d.rectangle([x, y, x + w, y + h], fill="black")
+    return img
+
+
 # ----------------------------------------------------------------------------- photos
 
 
