@@ -187,7 +187,7 @@ class OcrEngineStats:
 
     images: int = 0  # images run through detection
     det_empty: int = 0  # images where detection found no text box: recognition skipped
-    det_overflow: int = 0  # images with more candidate regions than MAX_TEXT_CANDIDATES (read truncated)
+    det_overflow: int = 0  # detector maps (full pass or first look) with more candidate regions than the bound
     rec_calls: int = 0  # recognition model calls (batches)
     lines_read: int = 0  # text lines recognised
     lines_skipped: int = 0  # text lines left unread by the deadline
