@@ -241,7 +241,6 @@ class RapidOcrEngine:
         self._ocr = RapidOCR(params=params)
 
     def _init_fast(self, threads: int | None) -> None:
-        from rapidocr.ch_ppocr_det.utils import DBPostProcess
         from rapidocr.ch_ppocr_rec.utils import CTCLabelDecode
 
         t = self.tuning
@@ -272,25 +271,11 @@ class RapidOcrEngine:
         # rapidocr's config.yaml values for the DB post-processing, but every candidate region is
         # considered (see `_text_boxes`): rapidocr keeps the first 1,000 contours and drops the rest
         # unseen, so speckle noise below a line of text hid the line from OCR altogether.
-        self._det_post = DBPostProcess(
-            thresh=0.3,
-            box_thresh=0.5,
-            max_candidates=MAX_TEXT_CANDIDATES,
-            unclip_ratio=1.6,
-            use_dilation=True,
-            score_mode="fast",
-        )
+        self._det_post = _db_post(thresh=0.3, box_thresh=0.5)
         self._decode = CTCLabelDecode(character=chars)
         # The first look's post-processing: lower thresholds than the full pass, so that small
         # or faint text downscaled to the look's size still leaves a candidate box.
-        self._gate_post = DBPostProcess(
-            thresh=0.15,
-            box_thresh=0.25,
-            max_candidates=MAX_TEXT_CANDIDATES,
-            unclip_ratio=1.6,
-            use_dilation=True,
-            score_mode="fast",
-        )
+        self._gate_post = _db_post(thresh=0.15, box_thresh=0.25)
         self._gate_post.min_size = 2
         import cv2
 
@@ -550,6 +535,21 @@ class RapidOcrEngine:
 
 
 _Read = tuple[list[Any], list[str | None], list[float], bool]
+
+
+def _db_post(thresh: float, box_thresh: float) -> Any:
+    """A DBPostProcess with rapidocr's other config.yaml values, told to consider every candidate
+    region up to `MAX_TEXT_CANDIDATES` (`_text_boxes` reports what lies beyond)."""
+    from rapidocr.ch_ppocr_det.utils import DBPostProcess
+
+    return DBPostProcess(
+        thresh=thresh,
+        box_thresh=box_thresh,
+        max_candidates=MAX_TEXT_CANDIDATES,
+        unclip_ratio=1.6,
+        use_dilation=True,
+        score_mode="fast",
+    )
 
 
 def _quad_area(quad: NDArray[np.float32]) -> float:

@@ -28,7 +28,7 @@ def _reads_injection(service: OcrService, seed: int) -> bool:
     return INJECTION_TEXT[0].lower().split()[-1] in text  # "instructions"
 
 
-def _rapidocr_post(engine: RapidOcrEngine) -> Any:
+def _rapidocr_post() -> Any:
     """The full pass as rapidocr post-processes it: the first 1,000 contours, the rest dropped."""
     from rapidocr.ch_ppocr_det.utils import DBPostProcess
 
@@ -51,7 +51,7 @@ def test_an_injection_above_thousands_of_specks_is_read(engine: RapidOcrEngine) 
 def test_the_check_catches_rapidocrs_candidate_cap(engine: RapidOcrEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     """With rapidocr's own post-processing the same scenes lose the line (so the test above can fail)."""
     service = OcrService(engine, budget_ms=120_000)
-    monkeypatch.setattr(engine, "_text_boxes", _rapidocr_post(engine))
+    monkeypatch.setattr(engine, "_text_boxes", _rapidocr_post())
     assert sum(_reads_injection(service, seed) for seed in SEEDS) <= 1
 
 
