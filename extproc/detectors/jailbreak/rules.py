@@ -174,8 +174,12 @@ RULES: tuple[Rule, ...] = (
     _rule(_OVERRIDE, 0.8, ("ignore", "disregard"),
           r" (?:the |this )?(?:user|human)(?: s (?:request|question|message|instructions))? (?:and|instead|then)\b"),
     # --- prompt_exfiltration --------------------------------------------------------------
-    _rule(_EXFIL, 0.9, _EN_EXFIL_VERBS,
+    _rule(_EXFIL, 0.9, tuple(v for v in _EN_EXFIL_VERBS if v != "write"),
           rf" (?:me |us )?(?:out )?{_gap(3)}(?:your|the|its|this|that) {_gap(2)}{_alt(_EN_HIDDEN_PROMPT)}\b"),
+    # "write" also makes one: not "how should I write the system prompt for my support bot"
+    _rule(_EXFIL, 0.9, ("write",),
+          rf" (?:me |us )?(?:out )?{_gap(3)}(?:(?:your|its|this|that) {_gap(2)}{_alt(_EN_HIDDEN_PROMPT)}\b"
+          rf"|the {_gap(2)}{_alt(_EN_HIDDEN_PROMPT)}\b(?! (?:for|of) (?:my|our|a|an|their|his|her)\b))"),
     _rule(_EXFIL, 0.6, ("what", "which"),
           rf" (?:is|are|was|were|s) (?:your|the) {_gap(1)}{_alt(_EN_HIDDEN_PROMPT)}\b"),
     _rule(_EXFIL, 0.8, ("repeat", "print", "output", "copy", "reproduce", "echo", "recite", "write out"),
@@ -264,7 +268,7 @@ RULES: tuple[Rule, ...] = (
           r" my (?:deceased|dead|late|departed) (?:grandma|grandmother|granny|grandpa|grandfather)\b"),
     # Spanish
     _rule(_ROLEPLAY, 0.85, ("modo",), r" (?:dios|sin restricciones|sin filtros|dan|jailbreak|malvado)\b"),
-    _rule(_ROLEPLAY, 0.6, ("modo",), r" (?:de )?desarrollador\b"),
+    _rule(_ROLEPLAY, 0.4, ("modo",), r" (?:de )?desarrollador\b"),
     _rule(_ROLEPLAY, 0.9, ("ya no",),
           rf" (?:estas|eres) {_gap(2)}(?:sujeto|sujeta|obligado|obligada|limitado|limitada|restringido|restringida"
           r"|atado|atada|vinculado|vinculada)\b"),
@@ -272,7 +276,7 @@ RULES: tuple[Rule, ...] = (
           rf" {_gap(5)}(?:sin|libre de) {_gap(2)}(?:restricciones|reglas|filtros|limites|censura|etica|normas)\b"),
     # French
     _rule(_ROLEPLAY, 0.85, ("mode",), r" (?:dieu|dan|sans restrictions?|sans filtres?|sans limites?|jailbreak)\b"),
-    _rule(_ROLEPLAY, 0.6, ("mode",), r" (?:de )?developpeur\b"),
+    _rule(_ROLEPLAY, 0.4, ("mode",), r" (?:de )?developpeur\b"),
     _rule(_ROLEPLAY, 0.9, ("tu n es", "vous n etes"),
           rf" plus {_gap(2)}(?:lie|liee|lies|limite|limitee|soumis|soumise|tenu|tenue|oblige|obligee|contraint"
           r"|contrainte|restreint|restreinte)\b"),
@@ -285,7 +289,7 @@ RULES: tuple[Rule, ...] = (
           ("jailbreakmodus", "dan modus", "jailbreak modus", "uneingeschrankter modus", "unzensierter modus"),
           r"\b"),
     _rule(_ROLEPLAY, 0.4, ("gottmodus", "gott modus"), r"\b"),  # also a game cheat ("den Gottmodus in Fallout")
-    _rule(_ROLEPLAY, 0.6, ("entwicklermodus", "entwickler modus"), r"\b"),
+    _rule(_ROLEPLAY, 0.4, ("entwicklermodus", "entwickler modus"), r"\b"),
     _rule(_ROLEPLAY, 0.9, ("du bist",),
           rf" {_gap(2)}nicht mehr {_gap(3)}(?:gebunden|eingeschrankt|beschrankt|verpflichtet|limitiert"
           r"|unterworfen)\b"),
@@ -293,7 +297,7 @@ RULES: tuple[Rule, ...] = (
           rf" {_gap(5)}ohne {_gap(2)}(?:einschrankungen|regeln|filter|grenzen|zensur|ethik|beschrankungen)\b"),
     # Italian
     _rule(_ROLEPLAY, 0.85, ("modalita",), r" (?:dio|dan|senza restrizioni|senza filtri|jailbreak)\b"),
-    _rule(_ROLEPLAY, 0.6, ("modalita sviluppatore",), r"\b"),
+    _rule(_ROLEPLAY, 0.4, ("modalita sviluppatore",), r"\b"),
     _rule(_ROLEPLAY, 0.9, ("non sei piu",),
           rf" {_gap(2)}(?:vincolato|vincolata|limitato|limitata|obbligato|obbligata|soggetto|soggetta|legato"
           r"|legata)\b"),
@@ -473,7 +477,7 @@ RULES: tuple[Rule, ...] = (
           rf"|cipher|ciphered) {_gap(3)}(?:and|then) (?:then )?(?:follow|execute|obey|carry out|perform|run|act on"
           r"|comply with|do)\b"),
     # Portuguese
-    _rule(_ROLEPLAY, 0.6, ("modo",), r" (?:de )?desenvolvedor\b"),
+    _rule(_ROLEPLAY, 0.4, ("modo",), r" (?:de )?desenvolvedor\b"),
     _rule(_ROLEPLAY, 0.9, ("voce nao",),
           rf" (?:esta|e) mais {_gap(2)}(?:preso|presa|limitado|limitada|obrigado|obrigada|sujeito|sujeita|vinculado"
           r"|vinculada|restrito|restrita)\b"),
