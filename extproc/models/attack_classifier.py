@@ -23,10 +23,11 @@ the stage runs in C (`_lexical_kernel.c`, built at install when a compiler is th
 prompt): the same ids, its logit within KERNEL_TOLERANCE of the numpy path's
 (`check_kernel_parity`), which serves when the kernel is not built and for training.
 
-Stage 2, embedding (only when `low <= p < high`): a small MLP over the 384-d
+Stage 2, embedding (only when `low <= p < sure`): a small MLP over the 384-d
 all-MiniLM-L6-v2 sentence embedding (see `text_embedder.py`) plus the lexical logit.
-Below `low` the text is confidently benign, at or above `high` confidently an attack; in
-between the head's probability is compared with `decision`.
+Below `low` the text is confidently benign, at or above its sure threshold (`short_high` or
+`long_high` by its length, at least `high`) confidently an attack; in between the head's
+probability is compared with `decision`.
 
 Weights are safetensors files plus `meta.json` (feature config, thresholds, corpus hash,
 cross-validated training metrics); `attack_training.py` writes them. This module needs
@@ -130,6 +131,11 @@ class Thresholds:
     # only at short_high (>= high); between high and short_high the embedding stage confirms.
     short_chars: int = 0
     short_high: float | None = None  # None: high
+    # A longer text is decided by the lexical stage alone only at long_high (>= high; None: high):
+    # n-grams that read as an attack in the corpus also fill ordinary long requests (an essay
+    # plan on a war, a "behave like a shell" setup), so between high and long_high the embedding
+    # stage confirms too.
+    long_high: float | None = None
     # Which texts the embedding stage may judge: "any", or "latin" (texts mostly in Latin letters):
     # all-MiniLM-L6-v2 reads English; on other scripts its embedding is noise, and a head trained on
     # few such texts can turn "write a thank-you letter to my teacher" in Chinese into a refusal.
@@ -143,6 +149,8 @@ class Thresholds:
             raise ValueError(f"short_chars must be >= 0, got {self.short_chars}")
         if self.short_high is not None and not self.high <= self.short_high <= 1.0:
             raise ValueError(f"short_high must lie between high and 1, got {self}")
+        if self.long_high is not None and not self.high <= self.long_high <= 1.0:
+            raise ValueError(f"long_high must lie between high and 1, got {self}")
         if self.head_scripts not in HEAD_SCRIPTS:
             raise ValueError(f"head_scripts must be one of {', '.join(HEAD_SCRIPTS)}, got {self.head_scripts!r}")
 
@@ -153,9 +161,9 @@ class Thresholds:
     def sure(self, length: int) -> float:
         """The lexical probability at or above which a text of `length` characters is decided
         without the embedding stage."""
-        if length < self.short_chars and self.short_high is not None:
-            return self.short_high
-        return self.high
+        if length < self.short_chars:
+            return self.high if self.short_high is None else self.short_high
+        return self.high if self.long_high is None else self.long_high
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +359,7 @@ class AttackClassifier:
                 decision=_meta_float(th, "decision", where),
                 short_chars=short_chars,
                 short_high=_meta_float(th, "short_high", where) if "short_high" in th else None,
+                long_high=_meta_float(th, "long_high", where) if "long_high" in th else None,
                 head_scripts=str(th.get("head_scripts", "any")),
             )
         except ValueError as exc:
@@ -390,7 +399,7 @@ class AttackClassifier:
 
     def needs_embedding(self, lexical: float, length: int | None = None) -> bool:
         """True when the lexical probability lies between `low` and the sure threshold of a text
-        of `length` characters (`high`, or `short_high` for a short text; None: `high`)."""
+        of `length` characters (`short_high` or `long_high` by its length; None: `high`)."""
         sure = self.thresholds.high if length is None else self.thresholds.sure(length)
         return self.thresholds.low <= lexical < sure
 

@@ -417,9 +417,10 @@ class PromptAttackSignal(ClassifierSignal):
     def sure_thresholds(
         self, model: PromptAttackModel, texts: Sequence[Text], *, overridable: bool
     ) -> dict[str, list[float]]:
-        """Each policy label's lexical sure threshold per text: the weights' `high` (`short_high`
-        for a short text, which carries too little evidence for the lexical stage alone), or the
-        spec's threshold where it is the deciding stage's (`overridable`: the lexical stage alone)."""
+        """Each policy label's lexical sure threshold per text: the weights' `short_high` for a short
+        text, which carries too little evidence for the lexical stage alone, `long_high` for a
+        longer one (both at least `high`), or the spec's threshold where it is the deciding
+        stage's (`overridable`: the lexical stage alone)."""
         out: dict[str, list[float]] = {}
         for output, name in zip(self.outputs, self.names, strict=True):
             override = self.override(name) if overridable else None
@@ -470,7 +471,7 @@ class PromptAttackSignal(ClassifierSignal):
 
 class PromptAttackLexicalSignal(PromptAttackSignal):
     """Stage 1 alone: inline (the C kernel, or numpy where it is not built). Each output's label
-    fires where the lexical stage is sure (`high`; `short_high` for short texts); where it is
+    fires where the lexical stage is sure (`short_high` or `long_high` by length); where it is
     unsure (from `low`), `<label>_unsure` fires instead, for a rule to send that text to the
     embedding stage. `_unsure` labels never make the signal match."""
 

@@ -35,7 +35,7 @@ def test_eval_only_reports_the_shipped_weights_on_a_test_file(tmp_path: Path, ca
     attack, harmful = reports["attack"], reports["harmful"]
     assert (attack["rows"], attack["positives"], attack["benign"]) == (3, 1, 2)
     assert attack["other_labels"] == {"labels": ["harmful"], "rows": 1, "flagged": attack["other_labels"]["flagged"]}
-    assert set(attack["thresholds"]) == {"low", "high", "decision", "short_chars", "short_high", "head_scripts"}
+    assert set(attack["thresholds"]) == {"low", "high", "decision", "short_chars", "short_high", "long_high", "head_scripts"}
     assert (attack["thresholds"]["head_scripts"], harmful["thresholds"]["head_scripts"]) == ("any", "latin")
     assert attack["recall"] == 1.0 and attack["false_positives"] == 0
     assert (harmful["positives"], harmful["benign"], harmful["false_positives"]) == (1, 2, 0)

@@ -91,6 +91,10 @@ class TrainConfig:
     # benign texts (corpus rows and crops, out of fold) reach; below it the embedding stage confirms.
     short_chars: int = 200
     short_fp_target: float = 0.0  # 0: the highest out-of-fold score of a short benign text
+    # Longer texts likewise: the lexical stage alone decides one only at long_high, the
+    # probability that at most long_fp_target of the longer benign texts reach out of fold
+    # (None: at `high`, as weights before it did).
+    long_fp_target: float | None = 0.0
     # Per output, a stricter false-positive target than fp_target (harmful: the default policy
     # refuses on it, and a refused ordinary question costs more than a missed harmful one).
     fp_targets: tuple[tuple[str, float], ...] = ((HARMFUL, 0.004),)
@@ -163,12 +167,21 @@ SAFETY_QUESTIONS_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_safety_que
 # Attacks and harmful requests written for this project, one per class and language (bench_safety's
 # held-out probes): no generated row may come near them either.
 ATTACK_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes.jsonl")
+# Everyday requests written after the training rows, by other writers, to measure refusals of
+# phrasings nobody tuned against: role and simulation setups, technical words ("bypass the
+# cache", "kill the process"), everyday requests of every kind.
+UNSEEN_EVERYDAY_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_unseen.jsonl")
 
 
 def everyday_evaluation_texts() -> list[str]:
     """The evaluation sets' texts (a source checkout's bench/data), kept out of training."""
     texts: list[str] = []
-    for path in (EVERYDAY_EVALUATION, SAFETY_QUESTIONS_EVALUATION, ATTACK_PROBES_EVALUATION):
+    for path in (
+        EVERYDAY_EVALUATION,
+        SAFETY_QUESTIONS_EVALUATION,
+        ATTACK_PROBES_EVALUATION,
+        UNSEEN_EVERYDAY_EVALUATION,
+    ):
         if path.is_file():
             lines = path.read_text(encoding="utf-8").split("\n")
             texts += [str(json.loads(line)["text"]) for line in lines if line.strip()]

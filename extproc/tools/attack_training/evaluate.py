@@ -74,6 +74,7 @@ def evaluate(
             "decision": th.decision,
             "short_chars": th.short_chars,
             "short_high": th.short_high,
+            "long_high": th.long_high,
             "head_scripts": th.head_scripts,
         },
         "embedding_stage": embed_fn is not None,

@@ -192,14 +192,19 @@ class CascadeChoice:
     benign_embedded: float
     attack_embedded: float
     short_high: float | None = None  # the sure threshold of short texts (None: high)
+    long_high: float | None = None  # the sure threshold of the other texts (None: high)
 
 
-def sure_thresholds(high: float, short: BoolArray | None, short_high: float | None) -> F64Array | float:
+def sure_thresholds(
+    high: float, short: BoolArray | None, short_high: float | None, long_high: float | None = None
+) -> F64Array | float:
     """Per text, the lexical probability at or above which it is decided without the embedding
-    stage: `short_high` for the short texts, `high` for the rest."""
-    if short is None or short_high is None:
-        return high
-    return np.where(short, max(high, short_high), high)
+    stage: `short_high` for the short texts, `long_high` for the rest, neither below `high`."""
+    short_top = high if short_high is None else max(high, short_high)
+    long_top = high if long_high is None else max(high, long_high)
+    if short is None:
+        return long_top
+    return np.where(short, short_top, long_top)
 
 
 def cascade_predict(
@@ -231,10 +236,12 @@ def choose_thresholds(
     short: BoolArray | None = None,
     short_high: float | None = None,
     readable: BoolArray | None = None,
+    long_high: float | None = None,
 ) -> CascadeChoice:
     """Grid search on out-of-fold scores: max recall s.t. FP <= fp_target and benign
     embedding share <= embed_target; ties go to fewer embedded texts, then higher thresholds.
-    Texts marked `short` are decided by the lexical stage alone only at max(high, short_high)."""
+    Texts marked `short` are decided by the lexical stage alone only at max(high, short_high), the
+    others at max(high, long_high)."""
     pb, pa = p[~y], p[y]
     lows = sorted({float(np.quantile(pb, q)) for q in np.arange(0.80, 0.999, 0.005)})
     highs = sorted({float(np.quantile(pb, 1.0 - q)) for q in np.arange(0.0005, 0.0105, 0.0005)} | {1.0})
@@ -245,7 +252,7 @@ def choose_thresholds(
         for high in highs:
             if high < low:
                 continue
-            sure = sure_thresholds(high, short, short_high)
+            sure = sure_thresholds(high, short, short_high, long_high)
             embedded = (p >= low) & (p < sure)
             if readable is not None:
                 embedded &= readable
@@ -275,10 +282,15 @@ def choose_thresholds(
                         benign_embedded=benign_emb,
                         attack_embedded=float(embedded[y].mean()) if pa.size else 0.0,
                         short_high=None if short_high is None else max(high, short_high),
+                        long_high=None if long_high is None else max(high, long_high),
                     )
     if best is None:  # nothing meets the targets: be conservative
         high = float(np.quantile(pb, 1.0 - fp_target)) if pb.size else 1.0
         top = None if short_high is None else max(high, short_high)
-        flagged, embedded = cascade_predict(p, s, high, high, 1.0, sure_thresholds(high, short, top), readable)
-        best = CascadeChoice(high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0, top)
+        long_top = None if long_high is None else max(high, long_high)
+        sure = sure_thresholds(high, short, top, long_top)
+        flagged, embedded = cascade_predict(p, s, high, high, 1.0, sure, readable)
+        best = CascadeChoice(
+            high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0, top, long_top
+        )
     return best

@@ -281,15 +281,13 @@ def _fit_output(
     inputs = head_inputs(emb[idx], oof_logit, cfg)
     oof_s = _out_of_fold_head(data, inputs, idx, y, number)
     # Thresholds and metrics are those of the corpus rows of this output's label and the benign
-    # ones (the false positives that matter); the short texts' sure threshold also reads the
-    # crops, the short benign texts the corpus has too few of.
+    # ones (the false positives that matter); the sure thresholds also read the crops and the
+    # everyday rows, the benign texts the corpus has too few of.
     judged = data.original[idx] & (y | data.benign[idx])
     short_benign = data.short[idx] & data.benign[idx]
-    short_high = (
-        min(SHORT_HIGH_CAP, float(np.quantile(oof_p[short_benign], 1.0 - cfg.short_fp_target)))
-        if short_benign.any()
-        else None
-    )
+    long_benign = ~data.short[idx] & data.benign[idx]
+    short_high = _sure_threshold(oof_p[short_benign], cfg.short_fp_target)
+    long_high = _sure_threshold(oof_p[long_benign], cfg.long_fp_target)
     fp_target = dict(cfg.fp_targets).get(output, cfg.fp_target)
     head_scripts = "latin" if output in cfg.latin_head_outputs else "any"
     reads = data.latin[idx] if head_scripts == "latin" else np.ones(idx.shape[0], dtype=bool)
@@ -302,6 +300,7 @@ def _fit_output(
         data.short[idx][judged],
         short_high,
         reads[judged],
+        long_high,
     )
     say(f"{output}: thresholds: {choice}")
 
@@ -316,7 +315,7 @@ def _fit_output(
     fp16_diff = float(np.abs(p32 - p16).max())
     if fp16_diff > 1e-2:
         raise RuntimeError(f"{output}: float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
-    sure = sure_thresholds(choice.high, data.short[idx], choice.short_high)
+    sure = sure_thresholds(choice.high, data.short[idx], choice.short_high, choice.long_high)
     flagged, embedded = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision, sure, reads)
     metrics = _cv_metrics(data, idx, y, judged, oof_p, flagged, embedded)
     metrics["float16_max_abs_prob_diff"] = _round(fp16_diff, 8)
@@ -330,7 +329,17 @@ def _fit_output(
         "short_high": choice.short_high if choice.short_high is not None else choice.high,
         "head_scripts": head_scripts,
     }
+    if choice.long_high is not None:
+        thresholds["long_high"] = choice.long_high
     return OutputFit(w16, b_full, head, thresholds, metrics)
+
+
+def _sure_threshold(benign_p: F64Array, fp_target: float | None) -> float | None:
+    """The out-of-fold lexical probability that at most `fp_target` of these benign texts reach
+    (capped: a score of SHORT_HIGH_CAP is overwhelming evidence); None without a target or texts."""
+    if fp_target is None or not benign_p.size:
+        return None
+    return min(SHORT_HIGH_CAP, float(np.quantile(benign_p, 1.0 - fp_target)))
 
 
 def _out_of_fold_lexical(
