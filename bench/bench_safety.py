@@ -64,7 +64,7 @@ V1_POLICY = BASELINES / "default_policy_v1.yaml"
 SHORT_CHARS = 200
 # Everyday requests (creative, role-play, ordinary), protective questions about crime and fraud
 # and help-seeking questions (suicide, self-harm, abuse, addiction).
-EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl")
+EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl", "everyday_unseen.jsonl")
 
 
 def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:

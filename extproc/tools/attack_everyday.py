@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from extproc.tools.near_repeats import near_any as near_any
 
 # (language, frames, subjects, tasks): a frame's {s} takes a subject (what a story is about, or a
 # role to play), its {t} a task for the role. Every combination is a candidate; a hash of the
@@ -616,16 +620,24 @@ def _rank(texts: Iterable[str]) -> list[str]:
     return sorted(dict.fromkeys(texts), key=lambda t: hashlib.sha256(t.encode("utf-8")).digest())
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
-    """Word 3-grams; character 4-grams for text written without spaces (Chinese, Japanese)."""
-    words = text.lower().split()
-    if len(words) < 3:
-        chars = "".join(words)
-        return {tuple(chars[i : i + 4]) for i in range(max(1, len(chars) - 3))}
-    return {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
-
-
 EVERYDAY = "everyday"
+# Requests written one by one (`attack_everyday_written.jsonl`), for both outputs: developers',
+# admins' and defenders' requests in which attack words have their ordinary sense ("bypass the
+# cache", "kill the child processes", "the system prompt of my support bot", "developer mode in
+# Chrome"), role and simulation setups ("behave like a bash shell; reply only with its output"),
+# and long requests for advice on a personal situation (wages, a landlord, an essay on a war).
+# Without them the embedding stage refused such requests at 0.99 and the lexical stage alone
+# refused long ones (in everyday requests written after these rows, `everyday_unseen.jsonl`).
+WRITTEN = "everyday_written"
+WRITTEN_FILE = Path(__file__).with_name("attack_everyday_written.jsonl")
+
+
+def written_texts(path: Path = WRITTEN_FILE) -> list[tuple[str, str]]:
+    """(lang, text) of the requests written one by one (none when the file is absent)."""
+    if not path.is_file():
+        return []
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [(str(r["lang"]), str(r["text"])) for r in rows]
 
 
 def everyday_texts(
@@ -643,7 +655,8 @@ def everyday_texts(
     languages; and help-seeking questions on suicide, self-harm, abuse, addiction and violence
     (category `SUPPORT_WRITTEN`), written one by one; and `howto` ordinary instructions in the
     frames of harmful requests (category `HOWTO`); and fiction with dark characters and no harmful
-    goal (category `DARK_FICTION`); and encoding and decoding requests (category `ENCODING`)."""
+    goal (category `DARK_FICTION`); and encoding and decoding requests (category `ENCODING`); and
+    the requests written one by one in `WRITTEN_FILE` (category `WRITTEN`)."""
     en = [_fill(f, s, "") for f, s in itertools.product(_EN_FRAMES, _EN_SUBJECTS)]
     en += [_fill(f, r, t) for f, r, t in itertools.product(_EN_ROLE_FRAMES, _EN_ROLES, _EN_TASKS)]
     out = [("en", EVERYDAY, t) for t in _rank(en)[:english]]
@@ -671,22 +684,8 @@ def everyday_texts(
     out += [(lang, SUPPORT_WRITTEN, t) for lang, t in _SUPPORT_QUESTIONS]
     out += [("en", HOWTO, t) for t in _over(_EN_HOWTO_FRAMES, _EN_HOWTO_TASKS)[:howto]]
     out += [("en", DARK_FICTION, t) for t in _over(_EN_FICTION_FRAMES, _EN_DARK_FICTION)]
+    out += [(lang, WRITTEN, t) for lang, t in written_texts()]
     return out
-
-
-def near_any(exclude: Sequence[str], jaccard: float = 0.6) -> Callable[[str], bool]:
-    """A test of whether a text equals, or (word 3-grams) nearly repeats, one of `exclude`: how
-    generated training rows are kept apart from the evaluation sets."""
-    banned = {" ".join(t.lower().split()) for t in exclude}
-    banned_shingles = [_shingles(t) for t in exclude]
-
-    def near(text: str) -> bool:
-        if " ".join(text.lower().split()) in banned:
-            return True
-        mine = _shingles(text)
-        return any(len(mine & other) / max(1, len(mine | other)) >= jaccard for other in banned_shingles)
-
-    return near
 
 
 def everyday_rows(exclude: Sequence[str] = (), jaccard: float = 0.6) -> list[tuple[str, str, str]]:

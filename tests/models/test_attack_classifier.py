@@ -189,6 +189,30 @@ def test_encoding_requests_train_both_outputs_as_benign(tmp_path: Path) -> None:
     assert not any(near(data.rows[i].text) for i in encoding)
 
 
+def test_written_everyday_rows_train_both_outputs_and_stay_off_the_evaluation_sets(tmp_path: Path) -> None:
+    """The requests written one by one (technical words in their ordinary sense, role and simulation
+    setups, long requests for advice, everyday requests of every kind) are benign rows of both
+    outputs in many languages, and none shares even a third of its word 3-grams with a text of the
+    evaluation sets (they were written after the unseen everyday set, on the classes it showed)."""
+    from extproc.tools.attack_everyday import WRITTEN, near_any, written_texts
+    from extproc.tools.attack_training.corpus import UNSEEN_EVERYDAY_EVALUATION, everyday_evaluation_texts
+    from extproc.tools.attack_training.train import _training_set, rows_for
+
+    written = written_texts()
+    assert len(written) >= 900 and len({lang for lang, _ in written}) >= 15
+    data = _training_set(write_corpus(tmp_path / "corpus", synthetic_rows()), TINY, lambda _: None)
+    rows = [i for i, r in enumerate(data.rows) if r.category == WRITTEN]
+    assert len(rows) == len(written) and all(data.rows[i].label == "benign" for i in rows)
+    for output in ("attack", "harmful"):
+        used, positive = rows_for(data, output)
+        assert used[rows].all() and not positive[rows].any()
+    held_out = everyday_evaluation_texts()
+    unseen = UNSEEN_EVERYDAY_EVALUATION.read_text(encoding="utf-8").splitlines()
+    assert len(unseen) >= 900 and {json.loads(line)["text"] for line in unseen} <= set(held_out)
+    near = near_any(held_out, jaccard=0.33)
+    assert [text for _, text in written if near(text)] == []
+
+
 def test_near_any_catches_equal_and_nearly_repeated_texts() -> None:
     """The guard that keeps generated rows off the evaluation sets: equal after case and spacing,
     or sharing most word 3-grams (character 4-grams for unspaced scripts), and nothing else."""
@@ -379,11 +403,40 @@ def test_cascade_stages(tiny_model: tuple[Path, Path, dict[str, object]]) -> Non
         # A short text is decided by the lexical stage alone only at short_high.
         short = th.sure(th.short_chars - 1)
         assert clf.needs_embedding(p, th.short_chars - 1) == (th.low <= p < short)
-        assert clf.needs_embedding(p, th.short_chars) == (th.low <= p < th.high)
+        assert clf.needs_embedding(p, th.short_chars) == (th.low <= p < th.sure(th.short_chars))
     score = clf.embedding_score(FakeEmbedder().embed(["hello there"])[0], 0.5)
     assert 0.0 <= score <= 1.0
     with pytest.raises(ValueError, match="384"):
         clf.embedding_score(np.zeros(10, dtype=np.float32), 0.5)
+
+
+def test_a_long_text_is_decided_alone_only_at_long_high() -> None:
+    """Long texts too: between `high` and `long_high` the embedding stage confirms (n-grams that
+    read as an attack in the corpus also fill ordinary long requests); weights without a
+    `long_high` decide long texts at `high`, as before."""
+    from extproc.models.attack_classifier import Thresholds
+
+    th = Thresholds(low=0.4, high=0.9, decision=0.98, short_chars=200, short_high=0.97, long_high=0.995)
+    assert (th.sure(199), th.sure(200), th.sure(5000)) == (0.97, 0.995, 0.995)
+    legacy = Thresholds(low=0.4, high=0.9, decision=0.98, short_chars=200, short_high=0.97)
+    assert (legacy.sure(199), legacy.sure(200)) == (0.97, 0.9)
+    with pytest.raises(ValueError, match="long_high must lie between"):
+        Thresholds(low=0.4, high=0.9, decision=0.98, long_high=0.5)
+
+
+def test_training_sends_long_texts_below_long_high_to_the_embedding_stage() -> None:
+    """The cascade the thresholds are chosen on: a short and a long text at lexical 0.95 (above
+    `high`) are both confirmed by the head when both sure thresholds lie above; without `long_high`
+    the long one is flagged on its n-grams alone."""
+    from extproc.tools.attack_training.fitting import cascade_predict, sure_thresholds
+
+    p, s, short = np.array([0.95, 0.95]), np.array([0.1, 0.1]), np.array([True, False])
+    sure = sure_thresholds(0.9, short, 0.97, 0.995)
+    assert np.allclose(sure, [0.97, 0.995])
+    flagged, embedded = cascade_predict(p, s, 0.4, 0.9, 0.98, sure)
+    assert flagged.tolist() == [False, False] and embedded.tolist() == [True, True]
+    flagged, embedded = cascade_predict(p, s, 0.4, 0.9, 0.98, sure_thresholds(0.9, short, 0.97, None))
+    assert flagged.tolist() == [False, True] and embedded.tolist() == [True, False]
 
 
 def test_load_corpus_rejects_bad_rows(tmp_path: Path) -> None:
@@ -443,6 +496,7 @@ def test_wrong_shape_is_a_clear_error(weights_copy: Path) -> None:
         (lambda m: m["thresholds"]["attack"].update(low=0.9, high=0.1), "thresholds"),
         (lambda m: m["thresholds"]["attack"].pop("decision"), "thresholds.attack.decision"),
         (lambda m: m["thresholds"]["attack"].update(short_high=0.1), "short_high must lie between"),
+        (lambda m: m["thresholds"]["attack"].update(long_high=0.1), "long_high must lie between"),
         (lambda m: m["thresholds"].pop("attack"), "thresholds.attack"),
         (lambda m: m.update(outputs=[]), "outputs must be a non-empty list"),
         (lambda m: m["lexical"].pop("bits"), "lexical"),
@@ -580,11 +634,12 @@ def test_shipped_lexical_stage_on_test_split(shipped: AttackClassifier) -> None:
     rows: list[CorpusRow] = load_corpus(SHARED_TEST_SPLIT)
     report = evaluate(shipped, rows, None)  # lexical stage only: uncertain texts count as benign
     # Measured when the weights were trained (corpus v2 test split, attack output, the lexical
-    # stage alone, so short texts below short_high count as misses): recall 0.600, FP 0.0038,
-    # non-English recall 0.446, 97.2% of benign texts never embedded.
-    assert report["recall"] >= 0.54
-    assert report["fp_rate"] <= 0.01
-    assert report["non_english_recall"] >= 0.39
+    # stage alone, so texts below their sure threshold, short_high or long_high, count as misses):
+    # recall 0.373, FP 0 of 1,841, non-English recall 0.333, 97.2% of benign texts never embedded.
+    # (Before long_high, long texts were sure at `high`: recall 0.600 at FP 0.0038.)
+    assert report["recall"] >= 0.33
+    assert report["fp_rate"] <= 0.005
+    assert report["non_english_recall"] >= 0.29
     assert report["benign_never_embedded"] >= 0.92
     harmful = evaluate(load_outputs()["harmful"], rows, None)
     assert harmful["positives"] == 506 and harmful["fp_rate"] <= 0.01
