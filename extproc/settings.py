@@ -235,6 +235,10 @@ class OcrSettings(_Section):
     # A cheap first look (a downscaled detection) before full OCR; images it finds no text in skip
     # OCR. Off by default: it misses pale text on busy photos that full OCR reads (docs/running.md)
     text_gate: bool = False
+    # Detections up to this size (2**20 pixels, e.g. 1024x1024) keep onnxruntime's memory arena;
+    # larger ones give it back, and the next large image pays to fault its buffers in again
+    # (docs/running.md). Raise it (2.5 covers the 1600 px `max_side`) where memory is spare.
+    det_arena_keep_mp: float = Field(default=1.0, ge=0, le=64)
 
 
 class EmbedderSettings(_Section):

@@ -260,9 +260,11 @@ class RapidOcrEngine:
             self._det, _ = ov_model(det_path, threads, t.ov_precision)
             self._rec, chars = ov_model(rec_path, threads, t.ov_precision)
         if runtime == "onnxruntime":
-            # Detection on more than ~1 megapixel gives its arena back; recognition's buffers are small.
+            # Detection on more than `det_arena_keep_px` pixels (3 channels) gives its arena back;
+            # recognition's buffers are small.
             int8 = int8_detector(det_path) if t.det_precision == "int8" else None
-            self._det, _ = ort_model(int8 or det_path, threads, t.mem_arena, shrink_above=3 * 1024 * 1024)
+            keep_values = 3 * t.det_arena_keep_px
+            self._det, _ = ort_model(int8 or det_path, threads, t.mem_arena, shrink_above=keep_values)
             self.det_precision = "int8" if int8 else "fp32"
             self._rec, chars = ort_model(rec_path, threads, t.mem_arena)
         if not chars:
@@ -634,11 +636,13 @@ class OcrService:
 def tuning_from_settings(settings: OcrSettings) -> OcrTuning:
     """The OCR tuning the settings ask for: `ocr.preset` ("fast", or "legacy": the first wave's
     rapidocr settings), `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime),
-    `ocr.det_precision` (int8: the shipped int8 detector on onnxruntime) and `ocr.text_gate`
-    (the cheap first look; off: every image gets full OCR)."""
+    `ocr.det_precision` (int8: the shipped int8 detector on onnxruntime), `ocr.text_gate`
+    (the cheap first look; off: every image gets full OCR) and `ocr.det_arena_keep_mp` (the
+    largest detection, in units of 2**20 pixels, that keeps onnxruntime's arena)."""
     if settings.preset == "legacy":
         return OcrTuning.legacy()
-    tuning = OcrTuning(runtime=settings.runtime, det_precision=settings.det_precision)
+    keep_px = round(settings.det_arena_keep_mp * 1024 * 1024)
+    tuning = OcrTuning(runtime=settings.runtime, det_precision=settings.det_precision, det_arena_keep_px=keep_px)
     return replace(tuning, gate_scale=GATE_SCALE) if settings.text_gate else tuning
 
 

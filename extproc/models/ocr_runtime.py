@@ -19,6 +19,8 @@ DetLimitType = Literal["min", "max"]
 OvPrecision = Literal["auto", "f32", "bf16"]
 DetPrecision = Literal["fp32", "int8"]
 
+# Detection inputs up to this many pixels keep onnxruntime's arena between runs (`det_arena_keep_px`).
+DET_ARENA_KEEP_PX = 1024 * 1024
 GATE_SCALE = 0.4  # the cheap first look's size, when `ocr.text_gate` turns it on
 REC_HEIGHT = 48  # PP-OCR recognition models take 48-pixel-high text lines
 # Candidate text regions the full pass examines in one image (rapidocr's own cap is 1,000, and it
@@ -57,6 +59,10 @@ class OcrTuning:
       warning. OpenVINO runs the fp32 detector (in bf16 where it can).
     - `mem_arena`: onnxruntime's CPU memory arena (rapidocr turns it off; every run then
       allocates and page-faults its buffers afresh: 2-2.5x slower detection).
+    - `det_arena_keep_px`: with the arena on, a detection input of more pixels than this gives
+      the arena back after its run, so a large image's buffers (hundreds of MB) do not stay
+      resident; the next such image then page-faults them afresh. Raise it on hosts with memory
+      to spare to keep large detections fast; 0 gives every detection's arena back.
     - `gate_scale`, `gate_min_side`: the cheap first look (`gate_scale` 0: off). An image is
       first looked at with the same detector at `gate_scale` of its size (its long side at
       least `gate_min_side`), when that is under half the full detection input's pixels; an
@@ -83,6 +89,7 @@ class OcrTuning:
     rec_width_step: int = 64
     rec_warm_width: int = 1600
     mem_arena: bool = True
+    det_arena_keep_px: int = DET_ARENA_KEEP_PX
     det_precision: DetPrecision = "int8"
     ov_precision: OvPrecision = "auto"
     gate_scale: float = 0.0
@@ -117,6 +124,8 @@ class OcrTuning:
             errors.append(f"rec_warm_width must be an integer in [0, 4096], got {self.rec_warm_width!r}")
         if not isinstance(self.mem_arena, bool):
             errors.append(f"mem_arena must be a bool, got {self.mem_arena!r}")
+        if not is_int(self.det_arena_keep_px) or self.det_arena_keep_px < 0:
+            errors.append(f"det_arena_keep_px must be an integer >= 0, got {self.det_arena_keep_px!r}")
         if self.det_precision not in ("fp32", "int8"):
             errors.append(f"det_precision must be 'fp32' or 'int8', got {self.det_precision!r}")
         if self.pipeline == "rapidocr" and self.det_precision == "int8":

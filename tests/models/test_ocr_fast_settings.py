@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
@@ -175,6 +176,12 @@ def test_settings_choose_the_tuning() -> None:
     assert tuning_from_settings(ocr).gate_scale == 0  # the first look is opt-in
     assert tuning_from_settings(ocr.model_copy(update={"text_gate": True})) == OcrTuning.gated()
     assert Settings.load(None, environ={"VSR_OCR__TEXT_GATE": "true"}).ocr.text_gate is True
+    # The arena bound: 1.0 (2**20 pixels) is the default; a host with memory to spare raises it.
+    assert tuning_from_settings(ocr).det_arena_keep_px == 1024 * 1024
+    raised = Settings.load(None, environ={"VSR_OCR__DET_ARENA_KEEP_MP": "2.5"}).ocr
+    assert tuning_from_settings(raised).det_arena_keep_px == round(2.5 * 1024 * 1024)
+    with pytest.raises(SettingsError, match=r"ocr\.det_arena_keep_mp \(VSR_OCR__DET_ARENA_KEEP_MP\)"):
+        Settings.load(None, environ={"VSR_OCR__DET_ARENA_KEEP_MP": "-1"})
     # Unknown values are refused by the settings themselves, with the field and its variable named.
     with pytest.raises(SettingsError, match=r"ocr\.preset \(VSR_OCR__PRESET\)"):
         Settings.load(None, environ={"VSR_OCR__PRESET": "turbo"})
@@ -198,6 +205,8 @@ def test_settings_choose_the_tuning() -> None:
         ("rec_width_step", 0, "rec_width_step must be an integer in [1, 256]"),
         ("rec_warm_width", -1, "rec_warm_width must be an integer in [0, 4096]"),
         ("mem_arena", "yes", "mem_arena must be a bool"),
+        ("det_arena_keep_px", -1, "det_arena_keep_px must be an integer >= 0"),
+        ("det_arena_keep_px", 1.5, "det_arena_keep_px must be an integer"),
         ("det_precision", "int4", "det_precision must be 'fp32' or 'int8'"),
         ("ov_precision", "int8", "ov_precision must be 'auto', 'f32' or 'bf16'"),
         ("gate_scale", 0.05, "gate_scale must be 0 \\(off\\) or a number in [0.1, 0.7]"),
@@ -230,3 +239,41 @@ def test_bad_engine_arguments_are_refused() -> None:
         RapidOcrEngine(threads=0)
     with pytest.raises(ValueError, match="rec_batch must be"):
         RapidOcrEngine(rec_batch=0)
+
+
+def test_only_detections_above_the_bound_give_the_arena_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ort_model` runs an input of more than `shrink_above` values with onnxruntime's arena
+    shrinkage on, anything smaller (and everything with the arena off) without it."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from extproc.models import ocr_runtime
+
+    seen: list[str | None] = []
+
+    class FakeSession:
+        def __init__(self, *_args: object, **_kwargs: object) -> None: ...
+
+        def get_inputs(self) -> list[object]:
+            return [type("Arg", (), {"name": "x"})()]
+
+        def get_outputs(self) -> list[object]:
+            return [type("Arg", (), {"name": "y"})()]
+
+        def get_modelmeta(self) -> object:
+            return type("Meta", (), {"custom_metadata_map": {}})()
+
+        def run(self, _names: list[str], feed: dict[str, object], options: ort.RunOptions) -> list[object]:
+            try:
+                seen.append(options.get_run_config_entry("memory.enable_memory_arena_shrinkage"))
+            except RuntimeError:  # onnxruntime raises for an entry never set
+                seen.append(None)
+            return [feed["x"]]
+
+    monkeypatch.setattr(ort, "InferenceSession", FakeSession)
+    run, _ = ocr_runtime.ort_model(Path("unused.onnx"), 1, True, shrink_above=3 * 100)
+    run(np.zeros((1, 3, 10, 10), np.float32))  # 300 values: at the bound, kept
+    run(np.zeros((1, 3, 10, 11), np.float32))  # 330: given back
+    off, _ = ocr_runtime.ort_model(Path("unused.onnx"), 1, False, shrink_above=3 * 100)
+    off(np.zeros((1, 3, 10, 11), np.float32))  # no arena, nothing to give back
+    assert seen == [None, "cpu:0", None]
