@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from extproc.models.attack_classifier import DEFAULT_WEIGHTS_DIR
+from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import DEFAULT_POLICY, Settings
 
@@ -72,10 +73,21 @@ def router() -> Iterator[Router]:
     router.close()
 
 
-def decide(router: Router, text: str) -> tuple[str | None, set[str]]:
+def route_text(router: Router, text: str) -> RoutingOutcome:
     body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
-    outcome = asyncio.run(router.route(body))
+    return asyncio.run(router.route(body))
+
+
+def decide(router: Router, text: str) -> tuple[str | None, set[str]]:
+    """The decision and the signals evaluated for it."""
+    outcome = route_text(router, text)
     return outcome.decision, {s.name for s in outcome.signals}
+
+
+def matched(router: Router, text: str) -> tuple[str | None, set[str]]:
+    """The decision and the signals that matched."""
+    outcome = route_text(router, text)
+    return outcome.decision, {s.name for s in outcome.signals if s.matched}
 
 
 ATTACKS = [
@@ -173,12 +185,6 @@ EVASION_LOOK_ALIKES = [
 ]
 
 
-def matched(router: Router, text: str) -> tuple[str | None, set[str]]:
-    body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
-    outcome = asyncio.run(router.route(body))
-    return outcome.decision, {s.name for s in outcome.signals if s.matched}
-
-
 @pytest.mark.parametrize("text", EVASION_HARMFUL)
 def test_a_crime_asked_with_how_not_to_be_caught_is_refused(router: Router, text: str) -> None:
     decision, signals = matched(router, text)
@@ -237,8 +243,8 @@ def test_everyday_requests_written_apart_from_the_training_rows_are_routed(route
     """Everyday requests written by other writers than the training rows (role and simulation
     setups, technical words in their ordinary sense, advice, and four random samples of a day's
     traffic, the last three written after earlier weights): the weights of 2026-12-03 refused 34 of
-    the first 1,340. The known refusals are listed exactly, so that
-    any new refusal fails, and so does a fix."""
+    the first 1,340. The known refusals are listed exactly, so that any new refusal fails, and so
+    does a fix."""
     rows = [json.loads(line) for line in UNSEEN.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(rows) >= 1300 and len({r["lang"] for r in rows}) >= 15
     assert {r["category"] for r in rows} == {
