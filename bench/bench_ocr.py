@@ -9,7 +9,9 @@ Engines, loaded once each: "baseline" (`OcrTuning.legacy()`, the first wave's ra
 settings), "today" (the fast pipeline with the wheel's fp32 detector: the default before the
 int8 detector, and the reference for routing labels), "int8" (the defaults, `OcrTuning()`, on
 onnxruntime: what `make run` installs, detection through the shipped int8 detector),
-"gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`)
+"gated" (the defaults with the opt-in cheap first look, `OcrTuning.gated()`),
+with `--edges` "int8-prev" (the defaults with rapidocr's own detector input and box steps,
+`extproc/testing/ocr_reference.py`: the pipeline before `extproc/models/ocr_det.py`)
 and, when OpenVINO is importable, "today-ov" and "gated-ov" (the same on
 OpenVINO). Each repeat reads every image cold (a fresh result cache, a new DecodedImage,
 so decoding is timed too) with every engine back to back, rotating which goes first, so
@@ -44,6 +46,7 @@ from extproc.models.ocr import OcrResult, OcrService, OcrTuning, RapidOcrEngine,
 from extproc.settings import Settings  # noqa: E402
 from extproc.signals.document import DocumentSpec, classify  # noqa: E402
 from extproc.signals.image_text import ImageTextSignal, ImageTextSpec  # noqa: E402
+from extproc.testing.ocr_reference import use_rapidocr_edges  # noqa: E402
 from extproc.testing.ocr_routing import corpus_images, routing_view  # noqa: E402
 from extproc.testing.ocr_scenes import (  # noqa: E402
     AWS_KEY,
@@ -216,6 +219,8 @@ def main() -> None:
                         help="also time this OcrTuning variant (fields over the defaults)")  # fmt: skip
     parser.add_argument("--only", default="", help="comma-separated image names (default: the whole corpus)")
     parser.add_argument("--texts", action="store_true", help="print each engine's text where the outcomes differ")
+    parser.add_argument("--edges", action="store_true",
+                        help="also time int8-prev: the defaults with rapidocr's own detector edges")  # fmt: skip
     args = parser.parse_args()
 
     settings = Settings.load(None)
@@ -226,6 +231,8 @@ def main() -> None:
         "today": OcrTuning(runtime="onnxruntime", det_precision="fp32"),
         "int8": OcrTuning(runtime="onnxruntime"),
     }
+    if args.edges:
+        tunings["int8-prev"] = OcrTuning(runtime="onnxruntime")
     if openvino_available():
         tunings["today-ov"] = OcrTuning(runtime="openvino")
     tunings["gated"] = OcrTuning.gated(runtime="onnxruntime")
@@ -240,6 +247,8 @@ def main() -> None:
         r0 = rss_mib()
         t0 = time.perf_counter()
         engine = RapidOcrEngine(threads=args.threads, min_score=min_score, tuning=tuning)
+        if name == "int8-prev":
+            use_rapidocr_edges(engine)
         engine.warm_up()
         load_ms = (time.perf_counter() - t0) * 1000
         rss_loaded[name] = rss_mib() - r0

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from PIL import Image
 
 from extproc.models.lru import LruCache
+from extproc.models.ocr_det import db_post, det_tensor, quad_area, text_boxes
 
 # How the models run (tuning, runtimes) is in `ocr_runtime`; OcrTuning stays importable from here.
 from extproc.models.ocr_runtime import (
@@ -271,13 +272,13 @@ class RapidOcrEngine:
             raise ValueError(f"{rec_path.name} carries no character list")
         self.runtime = runtime
         # rapidocr's config.yaml values for the DB post-processing, but every candidate region is
-        # considered (see `_text_boxes`): rapidocr keeps the first 1,000 contours and drops the rest
+        # considered (see `ocr_det.text_boxes`): rapidocr keeps the first 1,000 contours and drops the rest
         # unseen, so speckle noise below a line of text hid the line from OCR altogether.
-        self._det_post = _db_post(thresh=0.3, box_thresh=0.5)
+        self._det_post = db_post(thresh=0.3, box_thresh=0.5)
         self._decode = CTCLabelDecode(character=chars)
         # The first look's post-processing: lower thresholds than the full pass, so that small
         # or faint text downscaled to the look's size still leaves a candidate box.
-        self._gate_post = _db_post(thresh=0.15, box_thresh=0.25)
+        self._gate_post = db_post(thresh=0.15, box_thresh=0.25)
         self._gate_post.min_size = 2
         import cv2
 
@@ -398,23 +399,12 @@ class RapidOcrEngine:
 
     def _text_boxes(self, post: Any, pred: NDArray[np.float32], shape: tuple[int, int]) -> tuple[Any, bool]:
         """Boxes from one detector map (`post`: a DBPostProcess), and whether candidate regions were
-        left unexamined: DBPostProcess's own steps, with the count of regions checked against its
-        `max_candidates` first, since beyond it the rest would be dropped unseen. The full pass
-        reports an overflow as a truncated read (what was read still counts; "no text" is never
-        claimed); the first look sends such an image to the full pass."""
-        import cv2
-        import numpy as np
-
-        mask = (pred[0, 0] > post.thresh).astype(np.uint8)
-        if post.dilation_kernel is not None:
-            mask = cv2.dilate(mask, post.dilation_kernel)
-        contours, _ = cv2.findContours(mask * 255, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
-        overflow = len(contours) > post.max_candidates
+        left unexamined (`ocr_det.text_boxes`). The full pass reports an overflow as a truncated
+        read (what was read still counts; "no text" is never claimed); the first look sends such
+        an image to the full pass."""
+        found, overflow = text_boxes(post, pred, shape)
         if overflow:
             self.stats.det_overflow += 1
-        src_h, src_w = shape
-        boxes, scores = post.boxes_from_bitmap(pred[0, 0], mask, src_w, src_h)
-        found, _ = post.filter_det_res(boxes, scores, src_h, src_w)
         return found, overflow
 
     def _worth_a_first_look(self, img: NDArray[np.uint8]) -> bool:
@@ -463,7 +453,7 @@ class RapidOcrEngine:
             return False
         if len(found) > self.tuning.gate_probe_lines:
             return True
-        quads = sorted(np.asarray(found, dtype=np.float32), key=_quad_area, reverse=True)
+        quads = sorted(np.asarray(found, dtype=np.float32), key=quad_area, reverse=True)
         for quad in quads:
             crop = get_rotate_crop_image(img, quad.copy())
             if crop.size == 0:
@@ -490,15 +480,10 @@ class RapidOcrEngine:
 
     def _det_input(self, img: NDArray[np.uint8]) -> NDArray[np.float32] | None:
         """rapidocr's detector preprocessing (resize to a multiple of 32, mean/std 0.5, NCHW), with the upscale cap."""
-        import cv2
-        import numpy as np
-
         resize_h, resize_w = self._det_size(img.shape[0], img.shape[1])
         if resize_h <= 0 or resize_w <= 0:
             return None
-        resized = cv2.resize(img, (resize_w, resize_h)).astype(np.float32)
-        x: NDArray[np.float32] = (resized / 127.5 - 1.0).transpose((2, 0, 1))[np.newaxis]
-        return np.ascontiguousarray(x)
+        return det_tensor(img, resize_h, resize_w)
 
     def _recognize_lines(
         self, crops: Sequence[NDArray[np.uint8]], deadline: float | None
@@ -537,27 +522,6 @@ class RapidOcrEngine:
 
 
 _Read = tuple[list[Any], list[str | None], list[float], bool]
-
-
-def _db_post(thresh: float, box_thresh: float) -> Any:
-    """A DBPostProcess with rapidocr's other config.yaml values, told to consider every candidate
-    region up to `MAX_TEXT_CANDIDATES` (`_text_boxes` reports what lies beyond)."""
-    from rapidocr.ch_ppocr_det.utils import DBPostProcess
-
-    return DBPostProcess(
-        thresh=thresh,
-        box_thresh=box_thresh,
-        max_candidates=MAX_TEXT_CANDIDATES,
-        unclip_ratio=1.6,
-        use_dilation=True,
-        score_mode="fast",
-    )
-
-
-def _quad_area(quad: NDArray[np.float32]) -> float:
-    import cv2
-
-    return float(cv2.contourArea(quad))
 
 
 # --------------------------------------------------------------------------- service
