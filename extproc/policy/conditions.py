@@ -196,6 +196,26 @@ def value(cond: Condition, value_of: Callable[[Leaf], Tri]) -> Tri:
     return result
 
 
+def can_still_be_true(cond: Condition, value_of: Callable[[Leaf], Tri | None]) -> bool:
+    """Whether `cond` may yet come out TRUE. `value_of` gives a leaf's value, or None for a leaf
+    whose signal has not run yet (it may still come out true, false or unknown). Leaves count
+    one by one, so two leaves of one signal may both be taken as true: this can say yes where
+    the truth is no, never no where the condition could be true."""
+    return _can_be(cond, value_of, Tri.TRUE)
+
+
+def _can_be(cond: Condition, value_of: Callable[[Leaf], Tri | None], target: Tri) -> bool:
+    """Whether some outcome of the pending leaves makes `cond` equal `target` (TRUE or FALSE)."""
+    if isinstance(cond, Leaf):
+        known = value_of(cond)
+        return known is None or known is target
+    if isinstance(cond, Not):
+        return _can_be(cond.child, value_of, ~target)
+    every = isinstance(cond, All) == (target is Tri.TRUE)  # all true / any false: every child must
+    possible = (_can_be(child, value_of, target) for child in cond.children)
+    return all(possible) if every else any(possible)
+
+
 def _first_true_leaf(cond: Condition, value_of: Callable[[Leaf], Tri]) -> Leaf | None:
     for leaf in leaves(cond):
         if value_of(leaf) is Tri.TRUE:

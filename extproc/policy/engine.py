@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc.errors import NoCapableModel, RequestError
-from extproc.policy.conditions import Leaf, Tri, evaluate, leaves, value
+from extproc.policy.conditions import Leaf, Tri, can_still_be_true, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
 from extproc.policy.schema import (
@@ -102,9 +102,20 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
     stays false whatever the pending signals say, and the first one that is true wins
     whatever they say (Kleene logic is monotone), so only the pending signals of the first
     undecided decision are worth running next. This is what keeps OCR off requests that
-    text already decided, and embeddings off requests a cheap prefilter cleared.
+    text already decided, and embeddings off requests a cheap prefilter cleared. A decision
+    that no outcome of its pending (or timed-out) signals can make true (it also waits on a
+    signal that could not run, such as image labels without a vision model) is passed over
+    like a false one: `_choose` never picks it, so its signals are not run for nothing.
     """
     signals = policy.signals
+
+    def known_or_pending(leaf: Leaf) -> Tri | None:
+        # A timed-out signal counts as pending: `_choose` weighs what it might have said.
+        result = results.get(leaf.signal)
+        if result is None or result.status is SignalStatus.TIMEOUT:
+            return None
+        return leaf_value(leaf, result, signals)
+
     for decision in policy.decisions:
         pending: list[str] = []
 
@@ -120,6 +131,8 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
         if verdict is Tri.TRUE:
             return []
         if verdict is Tri.UNKNOWN and pending:
+            if not can_still_be_true(decision.when, known_or_pending):
+                continue  # undecided for good (a signal that cannot run): it never wins, whatever they say
             return pending
     return []
 

@@ -106,8 +106,54 @@ def test_fast_value_agrees_with_the_tracing_evaluation_on_every_assignment() -> 
     from extproc.policy.conditions import value
 
     cond = parse_condition(
-        {"any": [{"all": [{"signal": "a"}, {"not": {"signal": "b"}}]}, {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}}]}
+        {
+            "any": [
+                {"all": [{"signal": "a"}, {"not": {"signal": "b"}}]},
+                {"not": {"any": [{"signal": "a"}, {"signal": "c"}]}},
+            ]
+        }
     )
     for a, b, c in itertools.product((T, F, U), repeat=3):
         assignment = {"a": a, "b": b, "c": c}
         assert value(cond, values(**assignment)) is evaluate(cond, values(**assignment))[0]
+
+
+def _completions(partial: dict[str, Tri | None]) -> list[dict[str, Tri]]:
+    """Every way the pending (None) signals may come out: true, false or unknown."""
+    names = list(partial)
+    choices = [(T, F, U) if partial[n] is None else (partial[n],) for n in names]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*choices)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"all": [{"any": [{"signal": "a"}, {"signal": "b"}]}, {"signal": "c"}]},
+        {"any": [{"all": [{"signal": "a"}, {"not": {"signal": "b"}}]}, {"not": {"signal": "c"}}]},
+        {"not": {"all": [{"signal": "a"}, {"not": {"any": [{"signal": "b"}, {"signal": "c"}]}}]}},
+    ],
+)
+def test_can_still_be_true_is_exact_when_each_signal_is_one_leaf(raw: dict[str, object]) -> None:
+    from extproc.policy.conditions import can_still_be_true, value
+
+    cond = parse_condition(raw)
+    for combo in itertools.product((T, F, U, None), repeat=3):
+        partial = dict(zip("abc", combo, strict=True))
+        exact = any(value(cond, values(**full)) is T for full in _completions(partial))
+        assert can_still_be_true(cond, lambda leaf, p=partial: p[leaf.signal]) == exact, partial  # type: ignore[misc]
+
+
+def test_can_still_be_true_never_rules_out_a_reachable_true() -> None:
+    """With a signal in two leaves the answer may be a cautious yes, never a wrong no."""
+    from extproc.policy.conditions import can_still_be_true, value
+
+    cond = parse_condition({"all": [{"signal": "a"}, {"not": {"signal": "a"}}, {"signal": "b"}]})
+    assert can_still_be_true(cond, lambda leaf: None)  # cautious: a and not-a are taken apart
+    for combo in itertools.product((T, F, U, None), repeat=2):
+        partial = dict(zip("ab", combo, strict=True))
+        exact = any(value(cond, values(**full)) is T for full in _completions(partial))
+        assert can_still_be_true(cond, lambda leaf, p=partial: p[leaf.signal]) or not exact
+    # A signal that could not run (unknown for good) blocks an `all` whatever the pending ones say.
+    blocked = parse_condition({"all": [{"any": [{"signal": "a"}, {"signal": "b"}]}, {"signal": "c"}]})
+    assert not can_still_be_true(blocked, lambda leaf: {"a": None, "b": F, "c": U}[leaf.signal])
+    assert can_still_be_true(blocked, lambda leaf: {"a": None, "b": F, "c": T}[leaf.signal])

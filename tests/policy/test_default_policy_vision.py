@@ -144,3 +144,31 @@ async def test_text_only_requests_never_reach_the_encoder(vision_router: tuple[R
     # A text route (the subject router may call it an easy STEM or a health question), never an image one.
     assert outcome.decision in ("general", "stem_easy", "health_question") and len(encoder.embedded) == before
     assert {s.name for s in outcome.signals}.isdisjoint({"topic"})  # no embedding without an image or a suspect
+
+
+async def test_without_a_vision_model_an_image_request_skips_the_topic_embedding(
+    vision_router: tuple[Router, ControlledEncoder],
+    image_request: Callable[[str, str], bytes],
+) -> None:
+    """out_of_domain_image needs image_kind; with no vision model it can never fire, so the MiniLM
+    `topic` signal it would wait on is not run after OCR (as `make run` installs it: no vision
+    model). With the encoder present and a vehicle shown, the same request does run it."""
+    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
+    models = ModelRegistry()
+    executor = HeavyExecutor(1, None)
+    router = Router(
+        settings,
+        load_policy(POLICY, BuildContext(settings=settings, executor=executor, models=models)),
+        executor=executor,
+        models=models,
+    )
+    try:
+        outcome = await router.route(image_request("vehicle", "Summarize this"))
+    finally:
+        router.close()
+    ran = {s.name: s.status.value for s in outcome.signals}
+    assert ran["image_kind"] == "unavailable" and "image_text" in ran
+    assert "topic" not in ran and outcome.decision == "general"
+    with_vision, _ = vision_router
+    outcome = await with_vision.route(image_request("vehicle", "Summarize this"))
+    assert "topic" in {s.name for s in outcome.signals} and outcome.decision == "general"

@@ -38,7 +38,11 @@ async def test_highest_priority_match_wins_and_trace_covers_every_decision(make_
         "big-text",
     )
     # `lo` only matters to a lower decision, so lazy dispatch never ran it: unknown, not false.
-    assert [(t.name, t.value) for t in outcome.trace] == [("high", Tri.TRUE), ("low", Tri.UNKNOWN), ("general", Tri.FALSE)]
+    assert [(t.name, t.value) for t in outcome.trace] == [
+        ("high", Tri.TRUE),
+        ("low", Tri.UNKNOWN),
+        ("general", Tri.FALSE),
+    ]
     assert outcome.matched_signals() == ["hi"]
     assert any("not run: lo" in note for note in outcome.notes)
 
@@ -65,7 +69,7 @@ async def test_image_only_signals_answer_no_for_text_requests_without_running(
     make_router: Callable[..., Router],
 ) -> None:
     body = policy(
-        "  - {name: vision, type: fake_image, behaviour: unavailable}\n",
+        "  - {name: vision, type: fake_image, behaviour: unavailable, labels: {passport: 1.0, vehicle: 1.0}}\n",
         "  - {name: pictures, priority: 1, when: {signal: vision}, action: {type: route, models: [vlm]}}\n",
     )
     router = make_router(body)
@@ -344,3 +348,50 @@ async def test_cheaper_heavy_signals_run_first_and_can_spare_the_costly_ones(
     # vision said no, so OCR ran for `identity` and settled it; `other` was never needed
     assert {s.name for s in gated.signals} == {"vision", "ocr"}
     assert gated.decision == "identity"
+
+
+NEVER_WINS = policy(
+    "  - {name: vision, type: fake_image, behaviour: unavailable, labels: {passport: 1.0, vehicle: 1.0}}\n"
+    "  - {name: costly, type: fake, behaviour: no_match}\n"
+    "  - {name: second, type: fake}\n",
+    "  - {name: pictures, priority: 4, when: {signal: vision, label: passport}, action: {type: route, models: [vlm]}}\n"
+    "  - {name: blocked, priority: 3, when: {all: [{signal: costly}, {signal: vision, label: vehicle}]}, action: {type: route, models: [vlm]}}\n"
+    "  - {name: after, priority: 2, when: {signal: second}, action: {type: route, models: [vlm]}}\n",
+)
+
+
+async def test_a_decision_no_pending_signal_can_make_true_does_not_run_them(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
+    """`blocked` also needs `vision`, which could not run: it can never win, so `costly` is not run
+    for it (as the default policy's out_of_domain_image skips its MiniLM signal without a vision model)."""
+    image_request = json.dumps(chat_with_images(data_uri(image_bytes()))).encode()
+    outcome = await make_router(NEVER_WINS).route(image_request)
+    assert {s.name for s in outcome.signals} == {"vision", "second"}
+    assert outcome.decision == "after"
+    assert [(t.name, t.value) for t in outcome.trace][:2] == [("pictures", Tri.UNKNOWN), ("blocked", Tri.UNKNOWN)]
+    # ...while a decision the pending signal can still make true runs it.
+    either = NEVER_WINS.replace(
+        "{all: [{signal: costly}, {signal: vision, label: vehicle}]}",
+        "{any: [{signal: costly}, {signal: vision, label: vehicle}]}",
+    )
+    outcome = await make_router(either).route(image_request)
+    assert "costly" in {s.name for s in outcome.signals}
+
+
+async def test_a_timed_out_signal_does_not_count_as_undecided_for_good(
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+    make_router: Callable[..., Router],
+) -> None:
+    """Had `vision` answered, `blocked` might have matched: `costly` still runs and settles it as
+    false, so the request routes instead of being shed for a decision left open by the timeout."""
+    body = NEVER_WINS.replace("behaviour: unavailable", "behaviour: hang")
+    outcome = await make_router(body).route(json.dumps(chat_with_images(data_uri(image_bytes()))).encode())
+    statuses = {s.name: s.status for s in outcome.signals}
+    assert statuses["vision"] is SignalStatus.TIMEOUT and "costly" in statuses
+    assert outcome.decision == "after" and outcome.status == 200
