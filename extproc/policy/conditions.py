@@ -234,6 +234,39 @@ def requires_image(cond: Condition, implies_image: Callable[[str], bool]) -> boo
     return all(requires_image(c, implies_image) for c in cond.children)
 
 
+def _is_presence_leaf(cond: Condition, is_presence: Callable[[str], bool]) -> bool:
+    return (
+        isinstance(cond, Leaf)
+        and cond.label in (None, "image_present")
+        and cond.min_score is None
+        and is_presence(cond.signal)
+    )
+
+
+def excludes_image(cond: Condition, is_presence: Callable[[str], bool]) -> bool:
+    """True when the tree can only be true for a request without images: it requires the negation
+    of a signal that is positive exactly when a request carries an image (`is_presence`)."""
+    if isinstance(cond, Leaf):
+        return False
+    if isinstance(cond, Not):
+        return _is_presence_leaf(cond.child, is_presence)
+    if isinstance(cond, All):
+        return any(excludes_image(c, is_presence) for c in cond.children)
+    return all(excludes_image(c, is_presence) for c in cond.children)
+
+
+def true_for_every_image(cond: Condition, is_presence: Callable[[str], bool]) -> bool:
+    """True when the tree is true for every request that carries an image (a presence leaf, or an
+    `any` holding one): a decision with such a rule takes every image request before lower ones."""
+    if isinstance(cond, Leaf):
+        return _is_presence_leaf(cond, is_presence)
+    if isinstance(cond, Not):
+        return False
+    if isinstance(cond, All):
+        return all(true_for_every_image(c, is_presence) for c in cond.children)
+    return any(true_for_every_image(c, is_presence) for c in cond.children)
+
+
 def to_dnf(cond: Condition, limit: int = 4096) -> list[dict[tuple[str, str | None, float | None], bool]] | None:
     """Disjunctive normal form as consistent literal sets {atom: polarity}; None past `limit` terms."""
 

@@ -18,14 +18,8 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from extproc.policy.conditions import (
-    Condition,
-    ConditionError,
-    Leaf,
-    leaves,
-    parse_condition,
-    requires_image,
-)
+from extproc.policy.capabilities import capability_findings
+from extproc.policy.conditions import Condition, ConditionError, Leaf, leaves, parse_condition
 from extproc.policy.reachability import contradictions, reachable, shadowing
 from extproc.policy.schema import Decision, DefaultDecision, ModelSpec, Policy, ToolRule
 from extproc.signals.base import BuildContext, Signal, SignalSpecBase
@@ -471,16 +465,9 @@ class PolicyLoader:
             entry = types.get(signal)
             return bool(entry and entry.signal.implies_image)
 
-        for index, decision in enumerate(policy.decisions):
-            if decision.action.type != "route" or not requires_image(decision.when, implies_image):
-                continue
-            for m_index, name in enumerate(decision.action.models):
-                if name in models and not models[name].accepts("image"):
-                    self.error(
-                        ("decisions", index, "action", "models", m_index),
-                        f"model {name!r} accepts only {models[name].modalities}, but decision "
-                        f"{decision.name!r} only fires on requests with images",
-                    )
+        for finding in capability_findings(policy, models, implies_image):
+            report = self.error if finding.severity == "error" else self.warning
+            report(finding.path, finding.message)
 
     def _check_reachability(self, policy: Policy, types: dict[str, SignalType | None]) -> None:
         """Report decisions that no outcome of their signals can ever select, and why: the

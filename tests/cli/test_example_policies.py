@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,3 +67,42 @@ def test_example_policy_routes_as_documented(
 ) -> None:
     result = explain(capsys, tmp_path, policy, body)
     assert (result["decision"], result["model"]) == (decision, model), result["trace"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "text", "decision", "model"),
+    [
+        # the language routes' text models cannot read the image: the in-house VLM behind them does
+        (
+            "multilingual_support.yaml",
+            "Was ist auf diesem Bild zu sehen? Bitte kurz beschreiben.",
+            "european_languages",
+            "in-house-vlm",
+        ),
+        (
+            "multilingual_support.yaml",
+            "この写真に何が写っていますか？簡単に説明してください。",
+            "east_asian_languages",
+            "in-house-vlm",
+        ),
+        # no in-house model reads images, and the hosted one must not see personal data: refused, clearly
+        ("privacy_guard.yaml", "My SSN is 123-45-6789, fill in this form", "personal_data_with_images", None),
+        ("coding_assistant.yaml", "Why does this segfault?\n```c\nint *p = 0; *p = 1;\n```", "screenshots", "vision"),
+    ],
+)
+def test_example_policies_serve_image_requests_on_a_model_that_reads_them(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    policy: str,
+    text: str,
+    decision: str,
+    model: str | None,
+    chat_with_images: Callable[..., dict[str, object]],
+    data_uri: Callable[..., str],
+    image_bytes: Callable[..., bytes],
+) -> None:
+    result = explain(capsys, tmp_path, policy, chat_with_images(data_uri(image_bytes()), text=text))
+    assert (result["decision"], result["model"]) == (decision, model), result["trace"]
+    assert result["status"] == (422 if model is None else 200)
+    assert main(["check", str(EXAMPLES / policy)]) == 0
+    assert "warning" not in capsys.readouterr().out

@@ -25,7 +25,7 @@ decisions:
   - name: code_review
     priority: 50
     when: {signal: code}
-    action: {type: route, models: [big-text]}
+    action: {type: route, models: [big-text, vlm]}
   - name: passport
     priority: 10
     when: {signal: img, label: passport}
@@ -81,7 +81,7 @@ def test_a_misspelt_reference_gets_the_closest_name(policy_errors: Callable[...,
             ("when: {signal: jailbreak}", "when: {signal: jailbrake}"),
             "unknown signal 'jailbrake'; did you mean 'jailbreak'?",
         ),
-        (("models: [big-text]", "models: [big-txt]"), "unknown model 'big-txt'; did you mean 'big-text'?"),
+        (("models: [big-text, vlm]", "models: [big-txt, vlm]"), "unknown model 'big-txt'; did you mean 'big-text'?"),
         (
             ("- {name: code, type: fake}", "- {name: code, type: fak}"),
             "unknown signal type 'fak'; did you mean 'fake'?",
@@ -214,3 +214,72 @@ def test_a_registry_that_loads_nothing_never_runs_a_loader() -> None:
         registry.get("vision", loader)
     assert calls == []
     assert ModelRegistry().get("vision", loader) is not None and calls == ["loaded"]
+
+
+# -- routes that an image request reaches but cannot be served on ---------------------------------
+
+TEXT_ONLY_CODE_ROUTE = ("models: [big-text, vlm]", "models: [big-text]")
+
+
+def _warnings(diagnostics: list[Diagnostic]) -> list[str]:
+    """The text-only route warnings (an unused test signal has its own)."""
+    found = [f"{d.location}: {d.message}" for d in diagnostics if d.severity == "warning"]
+    return [w for w in found if "routes only to text-only models" in w]
+
+
+def test_a_text_only_route_an_image_request_reaches_is_a_warning(
+    policy_diagnostics: Callable[..., list[Diagnostic]],
+) -> None:
+    diagnostics = policy_diagnostics(_apply(GOOD, TEXT_ONLY_CODE_ROUTE))
+    assert _errors(diagnostics) == []
+    [warning] = _warnings(diagnostics)
+    assert warning.startswith("decisions[1].action.models: decision 'code_review' routes only to text-only models")
+    assert "400 no_capable_model" in warning and "`not` of a `modality` signal" in warning
+
+
+@pytest.mark.parametrize(
+    "fix",
+    [
+        # its rule keeps images away
+        ("when: {signal: code}", "when: {all: [{signal: code}, {not: {signal: pics}}]}"),
+        # a higher decision takes every image request first
+        ("    when: {signal: jailbreak}\n", "    when: {any: [{signal: jailbreak}, {signal: pics}]}\n"),
+        # a model that reads images behind the text one
+        ("models: [big-text]", "models: [big-text, vlm]"),
+    ],
+)
+def test_a_text_only_route_images_never_reach_is_clean(
+    fix: tuple[str, str], policy_diagnostics: Callable[..., list[Diagnostic]]
+) -> None:
+    body = _apply(GOOD, TEXT_ONLY_CODE_ROUTE, ("signals:\n", "signals:\n  - {name: pics, type: modality}\n"))
+    assert len(_warnings(policy_diagnostics(body))) == 1  # the check's own premise
+    fixed = policy_diagnostics(_apply(body, fix))
+    assert _errors(fixed) == [] and _warnings(fixed) == []
+
+
+def test_no_text_only_warning_where_no_model_reads_images(
+    policy_base: str, policy_diagnostics: Callable[..., list[Diagnostic]]
+) -> None:
+    """A text-only deployment answers every image request alike; no decision is to blame."""
+    body = _apply(GOOD, TEXT_ONLY_CODE_ROUTE, ("models: [vlm]", "models: [big-text]"))
+    body = _apply(
+        body, ("{name: img, type: fake_image, labels: {passport: 0.9, xray: 0.1}}", "{name: img, type: fake}")
+    )
+    assert _warnings(policy_diagnostics(body))  # with the image model listed
+    text_only = policy_base.replace("{name: vlm, cluster: vlm_cluster, modalities: [text, image]}", "")
+    assert _warnings(policy_diagnostics(body, base=text_only)) == []
+
+
+def test_a_route_that_fires_only_on_images_is_an_error_not_also_a_warning(
+    policy_diagnostics: Callable[..., list[Diagnostic]],
+) -> None:
+    body = _apply(
+        GOOD,
+        (
+            "    when: {signal: img, label: passport}\n    action: {type: route, models: [vlm]}",
+            "    when: {signal: img, label: passport}\n    action: {type: route, models: [big-text]}",
+        ),
+    )
+    diagnostics = policy_diagnostics(body)
+    assert [d.location for d in _errors(diagnostics)] == ["decisions[2].action.models[0]"]
+    assert _warnings(diagnostics) == []

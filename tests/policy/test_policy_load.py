@@ -16,7 +16,7 @@ decisions:
   - name: first
     priority: 10
     when: {all: [{signal: a}, {not: {signal: b}}]}
-    action: {type: route, models: [big-text]}
+    action: {type: route, models: [big-text, vlm]}
   - name: second
     priority: 5
     when: {signal: img, label: passport, min_score: 0.5}
@@ -58,7 +58,7 @@ def _one_error(found: list[str]) -> str:
     ("old", "new", "expected"),
     [
         ("when: {signal: img, label", "when: {signal: imgg, label", "unknown signal 'imgg'"),
-        ("models: [big-text]", "models: [huge-text]", "unknown model 'huge-text'"),
+        ("models: [big-text, vlm]", "models: [huge-text, vlm]", "unknown model 'huge-text'"),
         ("- {name: b, type: fake, behaviour: no_match}", "- {name: a, type: fake}", "duplicate signal name 'a'"),
         ("name: second", "name: first", "duplicate decision name 'first'"),
         ("name: second", "name: general", "duplicate decision name 'general' (also the default decision)"),
@@ -93,18 +93,18 @@ def test_each_validation_error_is_reported_precisely(
 def test_errors_carry_line_numbers_of_the_offending_node(
     policy_diagnostics: Callable[..., list[Diagnostic]], policy_text: Callable[..., str]
 ) -> None:
-    body = GOOD.replace("models: [big-text]", "models: [nope]")
+    body = GOOD.replace("models: [big-text, vlm]", "models: [nope, vlm]")
     diags = [d for d in policy_diagnostics(body) if d.severity == "error"]
     assert len(diags) == 1
     diag = diags[0]
     assert diag.location == "decisions[0].action.models[0]"
-    expected_line = policy_text(body).splitlines().index("    action: {type: route, models: [nope]}") + 1
+    expected_line = policy_text(body).splitlines().index("    action: {type: route, models: [nope, vlm]}") + 1
     assert diag.line == expected_line
     assert diag.format().startswith(f"test.yaml:{expected_line}: decisions[0].action.models[0]: error:")
 
 
 def test_all_problems_are_reported_at_once(policy_errors: Callable[..., list[str]]) -> None:
-    body = GOOD.replace("models: [big-text]", "models: [nope]").replace("signal: img", "signal: ghost")
+    body = GOOD.replace("models: [big-text, vlm]", "models: [nope, vlm]").replace("signal: img", "signal: ghost")
     found = policy_errors(body)
     assert len(found) == 2
 
@@ -154,8 +154,8 @@ def test_missing_file_is_a_clear_error(build_ctx: BuildContext, tmp_path: object
 
 def test_plugin_headers_are_validated(policy_errors: Callable[..., list[str]]) -> None:
     body = GOOD.replace(
-        "action: {type: route, models: [big-text]}",
-        "action: {type: route, models: [big-text]}\n    plugins: {set_headers: {x-vsr-cluster: vlm_cluster}}",
+        "action: {type: route, models: [big-text, vlm]}",
+        "action: {type: route, models: [big-text, vlm]}\n    plugins: {set_headers: {x-vsr-cluster: vlm_cluster}}",
     )
     assert "reserved" in _one_error(policy_errors(body))
 

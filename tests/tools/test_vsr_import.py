@@ -90,10 +90,10 @@ def leaf(kind: str, name: str) -> dict[str, str]:
     return {"type": kind, "name": name}
 
 
-def loads(result: ImportResult, ctx: BuildContext) -> None:
-    """The written text passes the real loader, with no error and no warning."""
+def loads(result: ImportResult, ctx: BuildContext, warned: tuple[str, ...] = ()) -> None:
+    """The written text passes the real loader, with no error and no warning but at `warned`."""
     text = render_policy(result, "test")
-    assert check_text(text, ctx) == []
+    assert [(d.severity, d.location) for d in check_text(text, ctx)] == [("warning", where) for where in warned]
     compile_text(text, ctx)
 
 
@@ -733,7 +733,9 @@ def test_imported_test_configs_load_through_the_real_loader(name: str, build_ctx
         assert any(item.path in line for line in header), item  # every non-exact item is in the comments
     # The guard that turns a malformed construct into a report item hides no bug on well-formed input.
     assert [i for i in result.items if i.why.startswith("could not be read")] == []
-    loads(result, build_ctx)
+    # VSR sends personal data to its text-only reasoner even with an image attached (its `images`
+    # decision ranks lower); here that request would get 400, and the loader says so.
+    loads(result, build_ctx, ("decisions[1].action.models",) if name == "current" else ())
 
 
 def _body(text: str) -> bytes:
