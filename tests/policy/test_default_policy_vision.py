@@ -146,29 +146,92 @@ async def test_text_only_requests_never_reach_the_encoder(vision_router: tuple[R
     assert {s.name for s in outcome.signals}.isdisjoint({"topic"})  # no embedding without an image or a suspect
 
 
+@pytest.fixture(scope="module")
+def router_without_vision() -> Iterator[Router]:
+    """The default policy as `make run` serves it: no vision model (image_kind unavailable), real OCR."""
+    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
+    models = ModelRegistry()
+    executor = HeavyExecutor(1, None)
+    ctx = BuildContext(settings=settings, executor=executor, models=models)
+    router = Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)
+    yield router
+    router.close()
+
+
 async def test_without_a_vision_model_an_image_request_skips_the_topic_embedding(
+    router_without_vision: Router,
     vision_router: tuple[Router, ControlledEncoder],
     image_request: Callable[[str, str], bytes],
 ) -> None:
     """out_of_domain_image needs image_kind; with no vision model it can never fire, so the MiniLM
-    `topic` signal it would wait on is not run after OCR (as `make run` installs it: no vision
-    model). With the encoder present and a vehicle shown, the same request does run it."""
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
-    models = ModelRegistry()
-    executor = HeavyExecutor(1, None)
-    router = Router(
-        settings,
-        load_policy(POLICY, BuildContext(settings=settings, executor=executor, models=models)),
-        executor=executor,
-        models=models,
-    )
-    try:
-        outcome = await router.route(image_request("vehicle", "Summarize this"))
-    finally:
-        router.close()
+    `topic` signal it would wait on is not run after OCR. With the encoder present and a vehicle
+    shown, the same request does run it."""
+    outcome = await router_without_vision.route(image_request("vehicle", "Summarize this"))
     ran = {s.name: s.status.value for s in outcome.signals}
     assert ran["image_kind"] == "unavailable" and "image_text" in ran
     assert "topic" not in ran and outcome.decision == "general"
     with_vision, _ = vision_router
     outcome = await with_vision.route(image_request("vehicle", "Summarize this"))
     assert "topic" in {s.name for s in outcome.signals} and outcome.decision == "general"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What am I looking at?",  # read as an easy computer-science question: it was answered 400
+        "Solve this equation for x and show each step",
+        "Prove the theorem in this picture",
+        "What is the time complexity of the code in this screenshot?",
+    ],
+)
+async def test_a_stem_question_about_an_image_goes_to_a_model_that_reads_images(
+    text: str,
+    router_without_vision: Router,
+    vision_router: tuple[Router, ControlledEncoder],
+    image_request: Callable[[str, str], bytes],
+) -> None:
+    """The subject routes' models read text only; an image request they matched got 400
+    no_capable_model. Now they keep to text-only requests, and the image goes to the general VLM."""
+    for router in (router_without_vision, vision_router[0]):
+        outcome = await router.route(image_request("everyday_photo", text))
+        assert outcome.status == 200 and outcome.action == "route", outcome.to_dict()
+        assert outcome.model is not None and outcome.model.accepts("image")
+        assert outcome.decision not in ("stem_hard", "stem_easy")
+    # ...while the same question alone still reaches the subject routes' text models where they match.
+    text_only = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
+    outcome = await router_without_vision.route(text_only)
+    assert outcome.status == 200
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What am I looking at?",
+        "Could you describe what's happening here?",
+        "What's this thing in the picture?",
+        "Can you tell me more about this image?",
+        "What do you make of this?",
+        "Is there something odd in this photo?",
+    ],
+)
+@pytest.mark.parametrize("shown", ["vehicle", "everyday_photo"])
+async def test_a_plain_question_about_a_photo_is_not_asked_for_a_medical_image(
+    text: str, shown: str, vision_router: tuple[Router, ControlledEncoder], image_request: Callable[[str, str], bytes]
+) -> None:
+    """The medical exemplars ask about images, so at the topic's general bar a plain question about
+    a street photo read as medical and got out_of_domain_image's clarify."""
+    router, _ = vision_router
+    outcome = await router.route(image_request(shown, text))
+    assert outcome.decision == "general" and outcome.action == "route", outcome.to_dict()["trace"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Is this wound infected?", "Does this bruise look serious?", "Could this be an allergic reaction?"],
+)
+async def test_a_medical_question_about_a_street_photo_still_asks_for_the_scan(
+    text: str, vision_router: tuple[Router, ControlledEncoder], image_request: Callable[[str, str], bytes]
+) -> None:
+    router, _ = vision_router
+    outcome = await router.route(image_request("vehicle", text))
+    assert outcome.decision == "out_of_domain_image" and outcome.action == "clarify"
