@@ -2,9 +2,9 @@
 
 - An error: a decision that fires only on requests with images routes to a model that reads
   text only (the request could never be served there).
-- A warning: a decision that routes only to text-only models, and that an image request can
-  reach (no higher decision takes every image request, and its rule does not exclude them):
-  such a request gets 400 no_capable_model, which an author rarely means. The default policy's
+- A warning: a decision (or the default) that routes only to text-only models, and that an
+  image request can reach (no higher decision takes every image request, and its rule does not
+  exclude them): such a request gets 400 no_capable_model, which an author rarely means. The default policy's
   subject routes had this defect: "What am I looking at?" with a photo read as an easy
   computer-science question and was answered 400.
 """
@@ -67,3 +67,14 @@ def capability_findings(
                 f"not keep it off requests with images: an image request it matches gets 400 "
                 f"no_capable_model (add {guard} to its rule, or a model that accepts images)",
             )
+    # No decision took every image request, so the ones none matches reach the default.
+    default = policy.default
+    named = [name for name in default.action.models if name in models] if default.action.type == "route" else []
+    if named and not any(models[name].accepts("image") for name in named):
+        yield Finding(
+            "warning",
+            ("default", "action", "models"),
+            f"the default {default.name!r} routes only to text-only models {named}: an image request no "
+            f"decision takes gets 400 no_capable_model (list a model that accepts images after them, or "
+            f"add a decision on a `modality` signal that takes every image request)",
+        )

@@ -31,7 +31,7 @@ decisions:
     when: {signal: img, label: passport}
     action: {type: route, models: [vlm]}
 default:
-  action: {type: route, models: [text-model]}
+  action: {type: route, models: [text-model, vlm]}
 """
 
 
@@ -283,3 +283,21 @@ def test_a_route_that_fires_only_on_images_is_an_error_not_also_a_warning(
     diagnostics = policy_diagnostics(body)
     assert [d.location for d in _errors(diagnostics)] == ["decisions[2].action.models[0]"]
     assert _warnings(diagnostics) == []
+
+
+def test_a_text_only_default_that_images_reach_is_a_warning(
+    policy_diagnostics: Callable[..., list[Diagnostic]],
+) -> None:
+    body = _apply(GOOD, ("models: [text-model, vlm]", "models: [text-model]"))
+    [warning] = _warnings(policy_diagnostics(body))
+    assert warning.startswith("default.action.models: the default 'general' routes only to text-only models")
+    # A decision that takes every image request first leaves the default text only.
+    body = _apply(body, ("signals:\n", "signals:\n  - {name: pics, type: modality}\n"))
+    body = _apply(
+        body,
+        (
+            "    when: {signal: img, label: passport}\n",
+            "    when: {any: [{signal: img, label: passport}, {signal: pics}]}\n",
+        ),
+    )
+    assert _warnings(policy_diagnostics(body)) == []
