@@ -58,8 +58,8 @@ def capability_findings(
             continue
         if requires_image(decision.when, implies_image):
             continue  # fires on images only: an error above names each text-only model
-        named = [name for name in decision.action.models if name in models]
-        if named and not any(models[name].accepts("image") for name in named):
+        named = _text_only(decision.action.models, models)
+        if named:
             yield Finding(
                 "warning",
                 ("decisions", index, "action", "models"),
@@ -69,8 +69,8 @@ def capability_findings(
             )
     # No decision took every image request, so the ones none matches reach the default.
     default = policy.default
-    named = [name for name in default.action.models if name in models] if default.action.type == "route" else []
-    if named and not any(models[name].accepts("image") for name in named):
+    named = _text_only(default.action.models, models) if default.action.type == "route" else []
+    if named:
         yield Finding(
             "warning",
             ("default", "action", "models"),
@@ -78,3 +78,9 @@ def capability_findings(
             f"decision takes gets 400 no_capable_model (list a model that accepts images after them, or "
             f"add a decision on a `modality` signal that takes every image request)",
         )
+
+
+def _text_only(route: list[str], models: dict[str, ModelSpec]) -> list[str]:
+    """A route's known models when none of them reads images, else [] (unknown names are reported elsewhere)."""
+    named = [name for name in route if name in models]
+    return [] if any(models[name].accepts("image") for name in named) else named

@@ -74,7 +74,6 @@ def vision_router(shown_image: Callable[[str], bytes]) -> Iterator[tuple[Router,
 
     import yaml
 
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
     spec = next(s for s in yaml.safe_load(POLICY.read_text())["signals"] if s["type"] == "image_labels")
     from extproc.signals.image_labels import ImageLabelsSpec
 
@@ -84,11 +83,17 @@ def vision_router(shown_image: Callable[[str], bytes]) -> Iterator[tuple[Router,
     encoder = ControlledEncoder(prompts, image_labels)
     models = ModelRegistry()
     models.put("vision", encoder, detail="controlled test encoder")
-    executor = HeavyExecutor(1, None)
-    ctx = BuildContext(settings=settings, executor=executor, models=models)
-    router = Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)
+    router = _default_policy_router(models)
     yield router, encoder
     router.close()
+
+
+def _default_policy_router(models: ModelRegistry) -> Router:
+    """The default policy on its own one-worker executor, with `models` (what is not there loads as settings say)."""
+    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
+    executor = HeavyExecutor(1, None)
+    ctx = BuildContext(settings=settings, executor=executor, models=models)
+    return Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)
 
 
 @pytest.fixture(scope="module")
@@ -149,11 +154,7 @@ async def test_text_only_requests_never_reach_the_encoder(vision_router: tuple[R
 @pytest.fixture(scope="module")
 def router_without_vision() -> Iterator[Router]:
     """The default policy as `make run` serves it: no vision model (image_kind unavailable), real OCR."""
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
-    models = ModelRegistry()
-    executor = HeavyExecutor(1, None)
-    ctx = BuildContext(settings=settings, executor=executor, models=models)
-    router = Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)
+    router = _default_policy_router(ModelRegistry())
     yield router
     router.close()
 
