@@ -962,3 +962,305 @@ def test_a_route_whose_first_model_sets_no_reasoning_sets_none_and_says_so() -> 
     result = imported(config)
     assert "reasoning" not in decision(result, "think")["action"]
     assert "sets no reasoning" in find(result, "decisions[0].modelRefs[0]", "approximated")[0].why
+
+
+# -- forms found in real VSR configs ----------------------------------------------------------------------
+
+
+def current(*models: dict[str, Any], defaults: dict[str, Any] | None = None, **sections: Any) -> dict[str, Any]:
+    """A small current-layout (v0.3) config: `models` (default: a and b on two endpoints), plus `sections`."""
+    models = models or (
+        {"name": "a", "backend_refs": [{"name": "a", "endpoint": "127.0.0.1:8000"}]},
+        {"name": "b", "backend_refs": [{"name": "b", "endpoint": "127.0.0.1:8001"}]},
+    )
+    config: dict[str, Any] = {"version": "v0.3", "providers": {"models": list(models)}}
+    if defaults is not None:
+        config["providers"]["defaults"] = defaults
+    config["routing"] = {"modelCards": [{"name": m["name"]} for m in models]}
+    for key, value in sections.items():
+        if key in ("signals", "decisions"):
+            config["routing"][key] = value
+        else:
+            config[key] = value
+    return config
+
+
+def unknown_keys(result: ImportResult) -> list[str]:
+    return [i.path for i in result.items if i.item.startswith("unknown key")]
+
+
+def test_providers_defaults_default_model_is_the_default_model(build_ctx: BuildContext) -> None:
+    result = imported(current(defaults={"default_model": "b"}))
+    assert result.policy["default"]["action"] == {"type": "route", "models": ["b"]}
+    assert find(result, "providers.defaults.default_model", "mapped")[0].why == "as the default decision routing to b"
+    assert unknown_keys(result) == []
+    loads(result, build_ctx)
+    both = imported(current(defaults={"model": "a", "default_model": "b"}))
+    assert both.policy["default"]["action"]["models"] == ["a"]
+    assert "model is set as well" in find(both, "providers.defaults.default_model", "unmapped")[0].why
+
+
+def test_current_layout_reasoning_fields_are_read_as_the_flat_ones(build_ctx: BuildContext) -> None:
+    result = imported(
+        current(
+            {"name": "a", "reasoning_family": "qwen3", "backend_refs": [{"name": "a", "endpoint": "127.0.0.1:8000"}]},
+            defaults={
+                "default_model": "a",
+                "reasoning_families": {"qwen3": {"type": "chat_template_kwargs", "parameter": "enable_thinking"}},
+                "default_reasoning_effort": "high",
+            },
+            signals={"keywords": [kw("k", "prove")]},
+            decisions=[
+                dec("think", 10, leaf("keyword", "k"), "a") | {"modelRefs": [{"model": "a", "use_reasoning": True}]}
+            ],
+        )
+    )
+    assert result.policy["models"][0]["reasoning_family"] == "qwen3"
+    assert decision(result, "think")["action"]["reasoning"] == {"mode": "on", "effort": "high"}
+    assert find(result, "providers.defaults.reasoning_families.qwen3", "mapped")
+    assert find(result, "providers.models[0].reasoning_family", "mapped")[0].why == "as reasoning_family qwen3"
+    assert unknown_keys(result) == []
+    loads(result, build_ctx)
+
+
+def test_external_model_ids_become_the_upstream_model() -> None:
+    ids = {"vllm": "Qwen/Qwen2.5-14B-Instruct"}
+    v03 = imported(current({"name": "dev", "external_model_ids": ids, "backend_refs": [{"endpoint": "h:8100"}]}))
+    assert v03.policy["models"][0]["upstream_model"] == "Qwen/Qwen2.5-14B-Instruct"
+    assert find(v03, "providers.models[0].external_model_ids", "mapped")
+    # Several ids: the one of the endpoint's type, else the first (approximated).
+    config = flat(vllm_endpoints=[{"name": "e", "address": "127.0.0.1", "port": 8000, "type": "openai"}])
+    config["model_config"] = {
+        "m/a": {"preferred_endpoints": ["e"], "external_model_ids": {"vllm": "x", "openai": "gpt-x"}},
+        "m/b": {"preferred_endpoints": ["e"], "external_model_ids": {"vllm": "y", "sglang": "z"}},
+    }
+    cards = {m["name"]: m for m in imported(config).policy["models"]}
+    assert cards["m/a"]["upstream_model"] == "gpt-x" and cards["m/b"]["upstream_model"] == "y"
+    assert find(imported(config), "model_config['m/b'].external_model_ids", "approximated")
+
+
+def test_real_vsr_fields_without_a_counterpart_are_not_unknown() -> None:
+    v03 = imported(
+        current(
+            {
+                "name": "a",
+                "control": {"timeout": {"request": "300s"}},
+                "backend_refs": [{"name": "a", "endpoint": "127.0.0.1:8000", "type": "chat"}],
+            }
+        )
+    )
+    v03_config = current()
+    v03_config["routing"]["modelCards"][0]["quality_score"] = 0.9
+    flat_result = imported(
+        flat(
+            vllm_endpoints=[{"name": "e", "address": "127.0.0.1", "port": 8000, "models": ["m/a"], "type": "vllm"}],
+            router={"high_confidence_threshold": 0.99},
+            entropy_threshold=0.5,
+            high_entropy_threshold=0.8,
+        )
+    )
+    for result in (v03, imported(v03_config), flat_result):
+        assert unknown_keys(result) == []
+    for result, paths in (
+        (v03, ["providers.models[0].control", "providers.models[0].backend_refs[0].type"]),
+        (imported(v03_config), ["routing.modelCards[0].quality_score"]),
+        (flat_result, ["vllm_endpoints[0].models", "vllm_endpoints[0].type", "router", "entropy_threshold"]),
+    ):
+        for path in paths:
+            assert any(i.path == path and i.why.startswith("no counterpart") for i in result.items), path
+
+
+def test_flat_configs_without_model_config_take_the_models_their_routes_name(build_ctx: BuildContext) -> None:
+    scores_only = {
+        "categories": [
+            {"name": "math", "model_scores": [{"model": "phi4", "score": 0.9}, {"model": "m2", "score": 1}]}
+        ],
+        "default_model": "m3",
+    }
+    result = imported(scores_only)
+    assert [m["name"] for m in result.policy["models"]] == ["phi4", "m2", "m3"]
+    assert decision(result, "math")["action"]["models"] == ["m2", "phi4"]
+    assert result.policy["default"]["action"]["models"] == ["m3"]
+    assert "no model_config entry" in find(result, "categories[0].model_scores[0]", "mapped")[0].why
+    loads(result, build_ctx)
+    refs_only = imported(
+        {
+            "vllm_endpoints": [{"name": "e", "address": "127.0.0.1", "port": 8000}],
+            "keyword_rules": [kw("k", "x")],
+            "decisions": [dec("d", 1, leaf("keyword", "k"), "r1")],
+        }
+    )
+    assert [(m["name"], m["address"]) for m in refs_only.policy["models"]] == [("r1", "127.0.0.1:8000")]
+    # backend_models.model_config declares models as model_config does.
+    nested = imported(
+        {
+            "backend_models": {"model_config": {"small": {"pricing": {}}, "big": {}}},
+            "keyword_rules": [kw("k", "x")],
+            "decisions": [dec("d", 1, leaf("keyword", "k"), "big", "small")],
+            "default_model": "small",
+        }
+    )
+    assert [m["name"] for m in nested.policy["models"]] == ["small", "big"]
+    assert find(nested, "backend_models.model_config['small'].pricing", "unmapped")
+    assert unknown_keys(nested) == []
+
+
+def test_global_stores_semantic_cache_is_the_policy_cache(build_ctx: BuildContext) -> None:
+    store = {"enabled": True, "similarity_threshold": 0.8, "ttl_seconds": 3600}
+    result = imported(current(defaults={"model": "a"}, **{"global": {"stores": {"semantic_cache": store}}}))
+    assert result.policy["cache"] == {"enabled": True, "similarity": 0.8, "ttl_s": 3600}
+    assert find(result, "global.stores.semantic_cache", "approximated")
+    loads(result, build_ctx)
+    both = imported(current(**{"global": {"stores": {"response_cache": {"enabled": False}, "semantic_cache": store}}}))
+    assert both.policy["cache"] == {"enabled": False}
+    assert "response_cache is the policy cache" in find(both, "global.stores.semantic_cache", "unmapped")[0].why
+
+
+def test_older_category_keyword_rules_become_signals(build_ctx: BuildContext) -> None:
+    result = imported(
+        flat(
+            embedding_rules=[
+                {"category": "tech", "threshold": 0.7, "keywords": ["installation guide"], "aggregation_method": "avg"},
+                {"category": "acct", "keywords": ["password reset"], "model": "qwen3", "dimension": 1024},
+            ],
+            classifier={"keyword_rules": [{"category": "urgent", "operator": "OR", "keywords": ["asap"]}]},
+            decisions=[
+                dec("t", 3, leaf("embedding", "tech"), "m/a"),
+                dec("a", 2, leaf("embedding", "acct"), "m/a"),
+                dec("u", 1, leaf("keyword", "urgent"), "m/b"),
+            ],
+        )
+    )
+    tech = signal(result, "tech")
+    assert tech["exemplars"] == {"tech": ["installation guide"]} and tech["threshold"] == 0.7
+    assert tech["method"] == "centroid"  # avg of similarities, approximated as the centroid's
+    assert "avg of similarities" in find(result, "embedding_rules[0]", "approximated")[0].why
+    assert signal(result, "acct")["method"] == "max"
+    assert "embedding model choice (model, dimension) not carried" in find(result, "embedding_rules[1]")[0].why
+    assert signal(result, "urgent") | {} == {
+        "name": "urgent",
+        "type": "keyword",
+        "keywords": ["asap"],
+        "mode": "any",
+        "case_sensitive": False,
+    }
+    assert find(result, "classifier.keyword_rules[0]", "mapped")
+    assert [d["name"] for d in result.policy["decisions"]] == ["t", "a", "u"]
+    assert unknown_keys(result) == []
+    loads(result, build_ctx)
+
+
+def test_a_fast_response_decision_without_model_refs_is_kept(build_ctx: BuildContext) -> None:
+    block = {
+        "name": "block",
+        "priority": 100,
+        "rules": {"operator": "OR", "conditions": [leaf("jailbreak", "jb")]},
+        "plugins": [{"type": "fast_response", "configuration": {"message": "Declined."}}],
+    }
+    off = block | {"name": "off", "plugins": [{"type": "fast_response", "configuration": {"enabled": False}}]}
+    result = imported(current(signals={"jailbreak": [{"name": "jb", "threshold": 0.5}]}, decisions=[block, off]))
+    assert decision(result, "block")["action"] == {"type": "clarify", "message": "Declined."}
+    assert "decision dropped" in find(result, "decisions[1].modelRefs", "unmapped")[0].why  # a disabled one answers not
+    assert [d["name"] for d in result.policy["decisions"]] == ["block"]
+    loads(result, build_ctx)
+
+
+def test_a_backend_endpoint_given_as_a_url_is_read_as_base_url_is() -> None:
+    refs = [{"provider": "vllm", "endpoint": "http://127.0.0.1:8000/v1"}]
+    result = imported(
+        current({"name": "a", "backend_refs": refs}, {"name": "b", "backend_refs": [{"endpoint": "h:9/v1"}]})
+    )
+    cards = {m["name"]: m for m in result.policy["models"]}
+    assert cards["a"]["address"] == "127.0.0.1:8000" and cards["b"]["address"] == "h:9"
+    assert "path /v1 are Envoy's" in find(result, "backend_refs[0].endpoint", "approximated")[0].why
+    tls = imported(current({"name": "a", "backend_refs": [{"endpoint": "https://api.example.com/v1"}]}))
+    assert tls.policy["models"][0]["address"] == "api.example.com:443"
+    bad = imported(current({"name": "a", "backend_refs": [{"endpoint": "__HOST__:__PORT__"}]}))
+    assert "no usable endpoint" in find(bad, "backend_refs[0]", "unmapped")[0].why
+
+
+def test_category_cache_settings_go_on_the_category_decision(build_ctx: BuildContext) -> None:
+    config = yaml.safe_load((CONFIGS / "legacy.yaml").read_text())
+    config["categories"][0].update(semantic_cache_enabled=True, semantic_cache_similarity_threshold=0.95)
+    config["categories"][1].update(semantic_cache_similarity_threshold="high")
+    result = imported(config)
+    math = decision(result, "math")
+    assert math["cache"] == {"enabled": True, "similarity": 0.95}
+    assert find(result, "categories[0].semantic_cache_enabled", "approximated")
+    assert "could not be expressed" in find(result, "categories[1].semantic_cache_similarity_threshold")[0].why
+    assert "cache" not in decision(result, config["categories"][1]["name"])
+    assert unknown_keys(result) == []
+    loads(result, build_ctx)
+
+
+def test_a_user_message_count_becomes_a_structure_signal(build_ctx: BuildContext) -> None:
+    def conv(name: str, predicate: dict[str, Any], role: str = "user", kind: str = "count") -> dict[str, Any]:
+        source = {"type": "message", "role": role}
+        return {"name": name, "feature": {"type": kind, "source": source}, "predicate": predicate}
+
+    rules = [
+        conv("two", {"gte": 2}),
+        conv("more_than_two", {"gt": 2}),
+        conv("at_most_two", {"lte": 2}),
+        conv("developer", {"gte": 1}, role="developer"),
+        conv("has_dev", {}, role="developer", kind="exists"),
+        conv("always", {"gte": 0}),
+    ]
+    names = [r["name"] for r in rules]
+    result = imported(
+        current(
+            signals={"conversation": rules},
+            decisions=[dec(n, 10 - i, leaf("conversation", n), "a") for i, n in enumerate(names)],
+        )
+    )
+    assert signal(result, "two") == {"name": "two", "type": "structure", "turns_min": 2}
+    assert signal(result, "more_than_two")["turns_min"] == 3
+    assert find(result, "signals.conversation[0]", "mapped")[0].why.startswith("as structure signal (turns_min 2")
+    assert "only a lower bound" in find(result, "conversation[2].predicate", "unmapped")[0].why
+    assert "'count' of 'message' (developer)" in find(result, "conversation[3].feature", "unmapped")[0].why
+    assert find(result, "conversation[4].feature", "unmapped")
+    assert "holds for every request" in find(result, "conversation[5].predicate", "unmapped")[0].why
+    assert [d["name"] for d in result.policy["decisions"]] == ["two", "more_than_two"]
+    assert "conversation signal at_most_two was not carried over" in [
+        i.why for i in find(result, "decisions[2].rules", "unmapped")
+    ]
+    loads(result, build_ctx)
+
+
+def test_leaves_on_domains_not_carried_say_so() -> None:
+    config = _domain_config()
+    config["categories"].append({"name": "technical", "mmlu_categories": ["technical_support"]})
+    config["decisions"] += [dec("tech", 9, leaf("domain", "technical"), "m/a"), dec("x", 8, leaf("domain", "x"), "m/a")]
+    result = imported(config)
+    assert find(result, "decisions[2].rules", "unmapped")[0].why == "domain technical was not carried over"
+    assert find(result, "decisions[3].rules", "unmapped")[0].why == "unknown domain signal 'x'"  # declared nowhere
+    legacy = yaml.safe_load((CONFIGS / "legacy.yaml").read_text())
+    legacy["categories"].append({"name": "cooking", "model_scores": [{"model": "m/small", "score": 1}]})
+    route = find(imported(legacy), f"categories[{len(legacy['categories']) - 1}].model_scores", "unmapped")
+    assert route[0].why == "domain cooking was not carried over"
+
+
+def test_preferences_with_examples_become_semantic_signals(build_ctx: BuildContext) -> None:
+    prefs = [
+        {"name": "terse", "description": "short answers", "examples": ["keep it concise"], "threshold": 0.6},
+        {"name": "judged", "description": "an LLM decides"},
+    ]
+    result = imported(
+        current(
+            signals={"preferences": prefs},
+            decisions=[dec("t", 2, leaf("preference", "terse"), "a"), dec("j", 1, leaf("preference", "judged"), "b")],
+        )
+    )
+    assert signal(result, "terse") == {
+        "name": "terse",
+        "type": "semantic",
+        "exemplars": {"terse": ["keep it concise"]},
+        "threshold": 0.6,
+        "method": "max",
+    }
+    assert "approximated as semantic signal" in find(result, "preferences[0]", "approximated")[0].why
+    assert "LLM-judged" in find(result, "preferences[1]", "unmapped")[0].why
+    assert [d["name"] for d in result.policy["decisions"]] == ["t"]
+    flat_prefs = imported(flat(preference_rules=prefs, decisions=[dec("t", 1, leaf("preference", "terse"), "m/a")]))
+    assert signal(flat_prefs, "terse")["type"] == "semantic"
+    loads(result, build_ctx)

@@ -79,7 +79,12 @@ class DecisionMapper(SignalMapper):
         body: dict[str, Any] = {}
         if d.get("description"):
             body["description"] = str(d["description"])
-        models = self._model_refs(d, path, item)
+        answers = any(
+            str(as_mapping(p).get("type", "")).replace("-", "_") == "fast_response"
+            and as_mapping(as_mapping(p).get("configuration")).get("enabled") is not False
+            for p in as_list(d.get("plugins"))
+        )  # VSR answers these itself: no model is needed
+        models = self._model_refs(d, path, item, needs_model=not answers)
         if models is None:
             return None
         body["action"] = {"type": "route", "models": models}
@@ -152,7 +157,7 @@ class DecisionMapper(SignalMapper):
         self.unmapped(f"rule leaf {kind_raw}:{name}", path, why)
         return None
 
-    def _model_refs(self, d: Mapping[str, Any], path: str, item: str) -> list[str] | None:
+    def _model_refs(self, d: Mapping[str, Any], path: str, item: str, needs_model: bool = True) -> list[str] | None:
         refs = [r for r in as_list(d.get("modelRefs")) if isinstance(r, Mapping)]
         models: list[str] = []
         reasoning: list[tuple[Any, Any]] = []
@@ -195,6 +200,9 @@ class DecisionMapper(SignalMapper):
                 self.mapped(f"{item} action", f"{path}.action", f"as route to {dest} first")
             else:
                 self.unmapped(f"{item} action", f"{path}.action", f"unknown action or destination {dict(action)}")
+        if not models and not needs_model:
+            self.reasoning_of_refs = []
+            return models  # the fast_response plugin makes the action
         if not models:
             self.unmapped(item, f"{path}.modelRefs", "no known model to route to: decision dropped")
             return None
@@ -392,6 +400,31 @@ class DecisionMapper(SignalMapper):
             return None
         return self._register(spec, path, item)
 
+    def _category_cache(self, cat: Mapping[str, Any], path: str, item: str, body: dict[str, Any]) -> None:
+        """A category's semantic_cache_enabled / semantic_cache_similarity_threshold as its decision's cache."""
+        keys = [k for k in ("semantic_cache_enabled", "semantic_cache_similarity_threshold") if k in cat]
+        if not keys:
+            return
+        cache: dict[str, Any] = {}
+        if "semantic_cache_enabled" in cat:
+            cache["enabled"] = bool(cat["semantic_cache_enabled"])
+        threshold = cat.get("semantic_cache_similarity_threshold")
+        try:
+            if threshold is not None:
+                if isinstance(threshold, bool):
+                    raise ValueError(f"similarity {threshold!r} is not a number")
+                cache["similarity"] = float(threshold)
+            CacheSpec.model_validate(cache)
+        except (ValueError, TypeError) as exc:
+            self.unmapped(f"{item} cache", f"{path}.{keys[0]}", f"could not be expressed: {first_error(exc)}")
+            return
+        body["cache"] = cache
+        self.approx(
+            f"{item} cache",
+            f"{path}.{keys[0]}",
+            f"approximated as the decision's cache {cache}: similarity measured with MiniLM",
+        )
+
     def _legacy_category_decisions(self, cfg: Mapping[str, Any]) -> list[VsrDecision]:
         """Flat configs without `decisions`: each category routes to its models by score."""
         out: list[VsrDecision] = []
@@ -435,6 +468,7 @@ class DecisionMapper(SignalMapper):
                 )
                 if reasoning is not None:
                     body["action"]["reasoning"] = reasoning
+                self._category_cache(cat, path, f"category route {name}", body)
                 self.mapped(
                     f"category route {name}", f"{path}.model_scores", f"as decision routing to {models} (by score)"
                 )

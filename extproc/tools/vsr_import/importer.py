@@ -40,7 +40,10 @@ class Importer(DecisionMapper):
     def run(self) -> ImportResult:
         top = self._current_top() if self.layout == "current" else self._flat_top()
         if not self.models:
-            raise VsrImportError("the config names no models (model_config / providers.models / modelCards)")
+            raise VsrImportError(
+                "the config names no models (model_config / providers.models / modelCards, or in the flat layout "
+                "categories[].model_scores / decisions[].modelRefs / default_model)"
+            )
         self._reasoning_families()
         model_names = self._model_cards()
         decisions = self._decisions(top.decisions_raw, top.decisions_path)
@@ -77,21 +80,38 @@ class Importer(DecisionMapper):
         self._strategy(routing.get("strategy"), "routing.strategy")
         glob = as_mapping(cfg.get("global"))
         aliases = self._current_global(glob)
-        cache = self._cache(
-            as_mapping(as_mapping(glob.get("stores")).get("response_cache")), "global.stores.response_cache"
-        )
+        cache = self._store_cache(as_mapping(glob.get("stores")))
         defaults = as_mapping(as_mapping(cfg.get("providers")).get("defaults"))
+        effort_key = self._first_key(defaults, "reasoning_effort", "default_reasoning_effort")
         self.reasoning_effort_default = self._effort(
-            defaults.get("reasoning_effort"), "providers.defaults.reasoning_effort", "default reasoning effort"
+            defaults.get(effort_key), f"providers.defaults.{effort_key}", "default reasoning effort"
         )
+        model_key = self._first_key(defaults, "model", "default_model")
         return TopLevel(
             routing.get("decisions"),
             "routing.decisions",
             aliases,
             cache,
-            defaults.get("model"),
-            "providers.defaults.model",
+            defaults.get(model_key),
+            f"providers.defaults.{model_key}",
         )
+
+    def _first_key(self, raw: Mapping[str, Any], key: str, alias: str) -> str:
+        """`key`, or VSR's other spelling `alias` when only that is set; both set: `alias` is reported unread."""
+        if raw.get(key) is None and raw.get(alias) is not None:
+            return alias
+        if raw.get(alias) is not None:
+            self.unmapped(f"field {alias}", f"providers.defaults.{alias}", f"not read: {key} is set as well")
+        return key
+
+    def _store_cache(self, stores: Mapping[str, Any]) -> dict[str, Any] | None:
+        """`global.stores.response_cache` or its other name `semantic_cache` as the policy cache."""
+        names = [k for k in ("response_cache", "semantic_cache") if k in stores]
+        for extra in names[1:]:
+            self.unmapped(
+                f"global store {extra}", f"global.stores.{extra}", f"not read: {names[0]} is the policy cache"
+            )
+        return self._cache(as_mapping(stores.get(names[0])), f"global.stores.{names[0]}") if names else None
 
     def _flat_top(self) -> TopLevel:
         cfg = self.config

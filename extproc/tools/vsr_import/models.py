@@ -27,93 +27,168 @@ from extproc.tools.vsr_import.vocabulary import (
     VSR_FAMILIES,
 )
 
+ENDPOINT_TYPE = "no counterpart: endpoint / backend type (Envoy reaches every upstream the same way)"
+QUALITY_SCORE = "no counterpart: quality scores for learned selection"
+
 
 class ModelMapper(ImporterState):
     # -- models
     def _flat_models(self, cfg: Mapping[str, Any]) -> None:
-        endpoints: dict[str, tuple[str | None, str]] = {}
-        raw_endpoints = cfg.get("vllm_endpoints") or []
-        for i, ep in enumerate(as_list(raw_endpoints)):
-            with self.guarded("endpoint", f"vllm_endpoints[{i}]"):
-                path = f"vllm_endpoints[{i}]"
-                if not isinstance(ep, Mapping) or not ep.get("name"):
-                    self.unmapped("endpoint", path, "an endpoint needs a name")
-                    continue
-                self.fields(ep, path, {"name", "address", "port", "weight"})
-                address = f"{ep.get('address')}:{ep.get('port')}" if ep.get("address") and ep.get("port") else None
-                if address is not None and not ADDRESS_RE.match(address):
-                    self.unmapped(
-                        f"endpoint {ep['name']}",
-                        path,
-                        f"address {address!r} is not host:port (IPv6 and URLs are not carried)",
-                    )
-                    address = None
-                endpoints[str(ep["name"])] = (address, path)
-                self.mapped(
-                    f"endpoint {ep['name']}",
-                    path,
-                    f"as model address {address} and its cluster" if address else "as a cluster without an address",
-                )
-                if "weight" in ep:
-                    self.mapped(
-                        f"endpoint {ep['name']} weight", f"{path}.weight", "not needed with one endpoint per cluster"
-                    )
-        for name, params in as_mapping(cfg.get("model_config")).items():
-            with self.guarded(f"model {name}", f"model_config[{name!r}]"):
-                path = f"model_config[{name!r}]"
-                params = as_mapping(params)
-                model = VsrModel(vsr_name=str(name), path=path, upstream_model=str(name))
-                self.fields(
-                    params,
-                    path,
-                    {
-                        "preferred_endpoints",
-                        "reasoning_family",
-                        "description",
-                        "capabilities",
-                        "param_size",
-                        "context_window_size",
-                    },
-                    {
-                        "pricing": "no counterpart: pricing (routes are ordered lists, not cost-optimised)",
-                        "loras": "not needed: a LoRA named by a modelRef becomes its own model card",
-                        "access_key": "no counterpart: upstream credentials belong in Envoy, not the policy",
-                        "pii_policy": "no counterpart: per-model PII policy (write a decision with a `pii` signal)",
-                        "api_format": "no counterpart: upstream API format",
-                        "quality_score": "no counterpart: quality scores for learned selection",
-                    },
-                )
-                preferred = [str(p) for p in as_list(params.get("preferred_endpoints"))]
-                known = [p for p in preferred if p in endpoints]
-                if known:
-                    model.cluster_hint = known[0]
-                    model.address = endpoints[known[0]][0]
-                    if len(known) > 1:
-                        self.approx(
-                            f"model {name} endpoints",
-                            f"{path}.preferred_endpoints",
-                            f"approximated: routed to {known[0]} only; add the others to its Envoy cluster",
-                        )
-                elif preferred:
-                    self.unmapped(
-                        f"model {name} endpoints", f"{path}.preferred_endpoints", f"unknown endpoint(s) {preferred}"
-                    )
-                elif len(endpoints) == 1:
-                    only = next(iter(endpoints))
-                    model.cluster_hint, model.address = only, endpoints[only][0]
-                model.reasoning_family = str_or_none(params.get("reasoning_family"))
-                model.description = str(params.get("description") or "")
-                model.image = has_vision(params.get("capabilities"))
-                self._context_window(model, params.get("context_window_size"), f"{path}.context_window_size")
-                self.models[str(name)] = model
+        backend = as_mapping(cfg.get("backend_models"))  # some flat configs nest both sections here
+        if "backend_models" in cfg:
+            self.fields(backend, "backend_models", {"vllm_endpoints", "model_config"})
+        sections = (("", cfg), ("backend_models.", backend))
+        endpoints: dict[str, tuple[str | None, str, str]] = {}  # name -> (address, path, type)
+        for prefix, section in sections:
+            for i, ep in enumerate(as_list(section.get("vllm_endpoints"))):
+                with self.guarded("endpoint", f"{prefix}vllm_endpoints[{i}]"):
+                    self._flat_endpoint(ep, f"{prefix}vllm_endpoints[{i}]", endpoints)
+        for prefix, section in sections:
+            for name, params in as_mapping(section.get("model_config")).items():
+                path = f"{prefix}model_config[{name!r}]"
+                with self.guarded(f"model {name}", path):
+                    self._flat_model(str(name), as_mapping(params), path, endpoints)
+        if not self.models:
+            self._models_named_by_routes(cfg, endpoints)
         for name, fam in as_mapping(cfg.get("reasoning_families")).items():
             fam = as_mapping(fam)
             self.families[str(name)] = (str(fam.get("type", "")), str(fam.get("parameter", "")))
+            self.family_paths[str(name)] = f"reasoning_families.{name}"
+
+    def _flat_endpoint(self, ep: Any, path: str, endpoints: dict[str, tuple[str | None, str, str]]) -> None:
+        if not isinstance(ep, Mapping) or not ep.get("name"):
+            self.unmapped("endpoint", path, "an endpoint needs a name")
+            return
+        self.fields(
+            ep,
+            path,
+            {"name", "address", "port", "weight"},
+            {
+                "models": "no counterpart: the models an endpoint serves come from model_config's preferred_endpoints",
+                "type": ENDPOINT_TYPE,
+            },
+        )
+        address = f"{ep.get('address')}:{ep.get('port')}" if ep.get("address") and ep.get("port") else None
+        if address is not None and not ADDRESS_RE.match(address):
+            self.unmapped(
+                f"endpoint {ep['name']}",
+                path,
+                f"address {address!r} is not host:port (IPv6 and URLs are not carried)",
+            )
+            address = None
+        endpoints[str(ep["name"])] = (address, path, str(ep.get("type") or ""))
+        self.mapped(
+            f"endpoint {ep['name']}",
+            path,
+            f"as model address {address} and its cluster" if address else "as a cluster without an address",
+        )
+        if "weight" in ep:
+            self.mapped(f"endpoint {ep['name']} weight", f"{path}.weight", "not needed with one endpoint per cluster")
+
+    def _flat_model(
+        self, name: str, params: Mapping[str, Any], path: str, endpoints: dict[str, tuple[str | None, str, str]]
+    ) -> None:
+        model = VsrModel(vsr_name=name, path=path, upstream_model=name)
+        self.fields(
+            params,
+            path,
+            {
+                "preferred_endpoints",
+                "reasoning_family",
+                "description",
+                "capabilities",
+                "param_size",
+                "context_window_size",
+                "external_model_ids",
+            },
+            {
+                "pricing": "no counterpart: pricing (routes are ordered lists, not cost-optimised)",
+                "loras": "not needed: a LoRA named by a modelRef becomes its own model card",
+                "access_key": "no counterpart: upstream credentials belong in Envoy, not the policy",
+                "pii_policy": "no counterpart: per-model PII policy (write a decision with a `pii` signal)",
+                "api_format": "no counterpart: upstream API format",
+                "quality_score": QUALITY_SCORE,
+            },
+        )
+        preferred = [str(p) for p in as_list(params.get("preferred_endpoints"))]
+        known = [p for p in preferred if p in endpoints]
+        if known:
+            model.cluster_hint = known[0]
+            model.address = endpoints[known[0]][0]
+            if len(known) > 1:
+                self.approx(
+                    f"model {name} endpoints",
+                    f"{path}.preferred_endpoints",
+                    f"approximated: routed to {known[0]} only; add the others to its Envoy cluster",
+                )
+        elif preferred:
+            self.unmapped(f"model {name} endpoints", f"{path}.preferred_endpoints", f"unknown endpoint(s) {preferred}")
+        elif len(endpoints) == 1:
+            only = next(iter(endpoints))
+            model.cluster_hint, model.address = only, endpoints[only][0]
+        if "external_model_ids" in params:
+            kind = endpoints[model.cluster_hint][2] if model.cluster_hint in endpoints else ""
+            self._external_model_id(model, params["external_model_ids"], f"{path}.external_model_ids", kind)
+        model.reasoning_family = str_or_none(params.get("reasoning_family"))
+        model.family_path = f"{path}.reasoning_family"
+        model.description = str(params.get("description") or "")
+        model.image = has_vision(params.get("capabilities"))
+        self._context_window(model, params.get("context_window_size"), f"{path}.context_window_size")
+        self.models[name] = model
+
+    def _models_named_by_routes(
+        self, cfg: Mapping[str, Any], endpoints: dict[str, tuple[str | None, str, str]]
+    ) -> None:
+        """Flat configs without model_config: VSR routes to the models its routes name (category model_scores,
+        decisions' modelRefs, default_model); each becomes a model with VSR's defaults."""
+        named: dict[str, str] = {}  # model -> where it is first named
+        for i, cat in enumerate(as_list(cfg.get("categories"))):
+            for j, score in enumerate(as_list(as_mapping(cat).get("model_scores"))):
+                named.setdefault(str(as_mapping(score).get("model") or ""), f"categories[{i}].model_scores[{j}]")
+        for i, d in enumerate(as_list(cfg.get("decisions"))):
+            for j, ref in enumerate(as_list(as_mapping(d).get("modelRefs"))):
+                named.setdefault(str(as_mapping(ref).get("model") or ""), f"decisions[{i}].modelRefs[{j}]")
+        if isinstance(cfg.get("default_model"), str | int | float):
+            named.setdefault(str(cfg["default_model"]), "default_model")
+        named.pop("", None)
+        only = next(iter(endpoints)) if len(endpoints) == 1 else None
+        for name, path in named.items():
+            model = VsrModel(vsr_name=name, path=path, upstream_model=name, declared=False)
+            if only is not None:
+                model.cluster_hint, model.address = only, endpoints[only][0]
+            self.models[name] = model
+
+    def _external_model_id(self, model: VsrModel, raw: Any, path: str, kind: str) -> None:
+        """VSR's `external_model_ids` (backend type -> the upstream's model name) as the card's upstream_model."""
+        ids = {str(k): str(v) for k, v in as_mapping(raw).items() if str_or_none(v)}
+        if not ids:
+            self.unmapped(f"model {model.vsr_name} external model ids", path, "no model id given")
+            return
+        if kind in ids or len(ids) == 1:
+            model.upstream_model = ids.get(kind) or next(iter(ids.values()))
+            self.mapped(f"model {model.vsr_name} external model id", path, f"as upstream_model {model.upstream_model}")
+            return
+        first = next(iter(ids))
+        model.upstream_model = ids[first]
+        self.approx(
+            f"model {model.vsr_name} external model id",
+            path,
+            f"approximated: the {first} id {ids[first]!r} as upstream_model (one upstream name per model)",
+        )
 
     def _current_models(self, cfg: Mapping[str, Any], routing: Mapping[str, Any]) -> None:
         providers = as_mapping(cfg.get("providers"))
         self.fields(providers, "providers", {"models", "defaults"})
-        self.fields(as_mapping(providers.get("defaults")), "providers.defaults", {"model", "reasoning_effort"})
+        defaults = as_mapping(providers.get("defaults"))
+        self.fields(
+            defaults,
+            "providers.defaults",
+            {"model", "default_model", "reasoning_effort", "default_reasoning_effort", "reasoning_families"},
+        )
+        for name, fam in as_mapping(defaults.get("reasoning_families")).items():
+            fam = as_mapping(fam)
+            self.families[str(name)] = (str(fam.get("type", "")), str(fam.get("parameter", "")))
+            self.family_paths[str(name)] = f"providers.defaults.reasoning_families.{name}"
         for i, raw in enumerate(as_list(providers.get("models"))):
             with self.guarded("provider model", f"providers.models[{i}]"):
                 self._provider_model(raw, f"providers.models[{i}]")
@@ -129,17 +204,18 @@ class ModelMapper(ImporterState):
         self.fields(
             raw,
             path,
-            {"name", "provider_model_id", "backend_refs", "reasoning"},
+            {"name", "provider_model_id", "backend_refs", "reasoning", "reasoning_family", "external_model_ids"},
             {
                 "api_format": "no counterpart: upstream API format",
                 "reliability": "no counterpart here: retries and health checks are Envoy cluster settings",
+                "control": "no counterpart here: per-model timeouts are Envoy route settings (see envoy-config)",
                 "pricing": "no counterpart: pricing",
-                "external_model_ids": "no counterpart: external model ids",
                 "catalog": "no counterpart: VSR's built-in model catalog",
             },
         )
         model = VsrModel(vsr_name=name, path=path, upstream_model=str_or_none(raw.get("provider_model_id")) or name)
         refs = [r for r in as_list(raw.get("backend_refs")) if isinstance(r, Mapping)]
+        first: Mapping[str, Any] = {}
         if refs:
             refs_sorted = sorted(enumerate(refs), key=lambda p: -float(p[1].get("weight") or 0))
             first_index, first = refs_sorted[0]
@@ -152,14 +228,30 @@ class ModelMapper(ImporterState):
                     f"{path}.backend_refs[{j}]",
                     f"approximated: one address per model; add it to Envoy cluster {cluster}",
                 )
+        if "external_model_ids" in raw:
+            if raw.get("provider_model_id"):
+                self.mapped(
+                    f"model {name} external model ids",
+                    f"{path}.external_model_ids",
+                    "not needed: provider_model_id is the upstream model",
+                )
+            else:
+                kind = str(first.get("provider") or first.get("type") or "")
+                self._external_model_id(model, raw["external_model_ids"], f"{path}.external_model_ids", kind)
+        if raw.get("reasoning_family") is not None:
+            model.reasoning_family = str_or_none(raw.get("reasoning_family"))
+            model.family_path = f"{path}.reasoning_family"
         reasoning = as_mapping(raw.get("reasoning"))
         if reasoning:
-            model.reasoning_family = str_or_none(reasoning.get("family"))
+            if reasoning.get("family") is not None:
+                model.family_path = f"{path}.reasoning.family"
+                model.reasoning_family = str_or_none(reasoning.get("family"))
             if reasoning.get("family") is None and reasoning.get("parameter"):
                 self.families[f"{name}-family"] = (
                     str(reasoning.get("type", "")),
                     str(reasoning.get("parameter")),
                 )
+                self.family_paths[f"{name}-family"] = f"{path}.reasoning"
                 model.reasoning_family = f"{name}-family"
         self.models[name] = model
 
@@ -192,7 +284,8 @@ class ModelMapper(ImporterState):
                     "tags",
                     "loras",
                 )
-            },
+            }
+            | {"quality_score": QUALITY_SCORE},
         )
         self._context_window(model, card.get("context_window_size"), f"{path}.context_window_size")
         inputs = as_mapping(card.get("modalities")).get("input")
@@ -217,6 +310,7 @@ class ModelMapper(ImporterState):
                 "extra_headers": "no counterpart: per-backend headers (use a decision's set_headers)",
                 "api_version": "no counterpart: provider API version",
                 "chat_path": "no counterpart: upstream path rewriting",
+                "type": ENDPOINT_TYPE,
             },
         )
         model.cluster_hint = str_or_none(ref.get("name"))
@@ -231,19 +325,20 @@ class ModelMapper(ImporterState):
                     "approximated: TLS to the upstream is Envoy's; the address is carried",
                 )
             return
-        base_url = str_or_none(ref.get("base_url"))
-        if base_url:
-            m = re.match(r"^(https?)://([^/:\s]+)(?::(\d+))?(/.*)?$", base_url)
-            if m:
+        # An endpoint given as a URL (or host:port/path) is read as base_url is: its host and port.
+        for key in ("endpoint", "base_url"):
+            url = str_or_none(ref.get(key))
+            m = re.match(r"^(?:(https?)://)?([^/:\s]+)(?::(\d{1,5}))?(/.*)?$", url or "")
+            if m and (m.group(1) or m.group(3)):
                 port = m.group(3) or ("443" if m.group(1) == "https" else "80")
                 model.address = f"{m.group(2)}:{port}"
                 self.approx(
                     f"model {model.vsr_name} backend",
-                    f"{path}.base_url",
+                    f"{path}.{key}",
                     f"approximated as address {model.address}; TLS and path {m.group(4) or '/'} are Envoy's",
                 )
                 return
-        self.unmapped(f"model {model.vsr_name} backend", path, "no usable endpoint (host:port) or base_url")
+        self.unmapped(f"model {model.vsr_name} backend", path, "no usable endpoint (host:port or URL) or base_url")
 
     def _context_window(self, model: VsrModel, raw: Any, path: str) -> None:
         if raw is None:
@@ -260,7 +355,7 @@ class ModelMapper(ImporterState):
     def _reasoning_families(self) -> None:
         for name, (kind, param) in self.families.items():
             ours = REASONING_FAMILIES.get((kind, param))
-            path = f"reasoning_families.{name}" if self.layout == "flat" else "providers.models[].reasoning"
+            path = self.family_paths.get(name, "reasoning_families")
             if not self.caps.model_reasoning_family:
                 self.unmapped(f"reasoning family {name}", path, NEEDS_REASONING_FAMILY)
             elif ours is not None:
@@ -313,7 +408,7 @@ class ModelMapper(ImporterState):
             if model.description:
                 card["description"] = model.description
             if model.reasoning_family:
-                path = f"{model.path}.reasoning_family" if self.layout == "flat" else f"{model.path}.reasoning.family"
+                path = model.family_path or model.path
                 ours = self._family_of(model.reasoning_family)
                 if not self.caps.model_reasoning_family:
                     self.unmapped(f"model {vsr_name} reasoning family", path, NEEDS_REASONING_FAMILY)
@@ -327,6 +422,8 @@ class ModelMapper(ImporterState):
                     card["reasoning_family"] = ours  # issue 22's ModelSpec field
                     self.mapped(f"model {vsr_name} reasoning family", path, f"as reasoning_family {ours}")
             why = f"as model {vsr_name} (cluster {cluster}"
+            if not model.declared:
+                why = f"named here, no model_config entry: {why}"
             why += f", address {model.address})" if model.address else ", no address: pass --upstream to envoy-config)"
             self.mapped(f"model {vsr_name}", model.path, why)
             self.model_cards[vsr_name] = card
@@ -364,7 +461,7 @@ class ModelMapper(ImporterState):
                     "no counterpart here: set in our settings or Envoy, or not offered",
                 )
         for key in as_mapping(glob.get("stores")):
-            if key != "response_cache":
+            if key not in ("response_cache", "semantic_cache"):
                 self.unmapped(f"global store {key}", f"global.stores.{key}", "no counterpart: VSR store")
         aliases: list[str] = [str(a) for a in as_list(router.get("auto_model_names"))]
         if router.get("auto_model_name"):

@@ -88,6 +88,8 @@ class VsrModel:
     image: bool = False
     description: str = ""
     reasoning_family: str | None = None
+    family_path: str = ""  # where the model's reasoning family is written
+    declared: bool = True  # False: named only by a route (model_scores, modelRefs, default_model)
 
 
 @dataclass(slots=True)

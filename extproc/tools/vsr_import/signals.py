@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -19,11 +20,14 @@ from extproc.tools.vsr_import.vocabulary import (
     HAN_RE,
     NEEDS_COMPLEXITY,
     NEEDS_DOMAIN,
+    PARTLY_MAPPED_SECTIONS,
     PII_TYPES,
     SECTION_ITEM,
     SECTION_OF_FLAT,
     UNMAPPED_SIGNALS,
 )
+
+EMBEDDING_MODEL_KEYS = ("model", "dimension", "quality_priority", "latency_priority")  # VSR's embedding model choice
 
 # Per signal section, the keys of a rule its mapper reads and those known to have no counterpart
 # (any other key is reported as unknown before the mapper runs).
@@ -33,6 +37,7 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
             {
                 "bm25_threshold",
                 "case_sensitive",
+                "category",
                 "description",
                 "fuzzy_match",
                 "fuzzy_threshold",
@@ -51,6 +56,7 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
             {
                 "aggregation_method",
                 "candidates",
+                "category",
                 "description",
                 "image_candidates",
                 "name",
@@ -59,10 +65,14 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
                 "prototype_scoring",
                 "query_modality",
                 "threshold",
+                "keywords",
+                *EMBEDDING_MODEL_KEYS,
             }
         ),
         {},
     ),
+    "preference": (frozenset({"description", "examples", "name", "threshold"}), {}),
+    "conversation": (frozenset({"description", "feature", "name", "predicate"}), {}),
     "language": (frozenset({"description", "name", "threshold"}), {}),
     "context": (frozenset({"description", "max_tokens", "min_tokens", "name"}), {}),
     "jailbreak": (
@@ -93,6 +103,8 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     ),
 }
 
+CATEGORY_CACHE_KEYS = {"semantic_cache_enabled", "semantic_cache_similarity_threshold"}
+
 # Sections of a signal type a build may lack (issue 22's): (the type, why a rule is not carried without it).
 TYPE_NEEDED: dict[str, tuple[str, str]] = {"complexity": ("complexity", NEEDS_COMPLEXITY)}
 
@@ -110,8 +122,10 @@ class SignalMapper(ModelMapper):
                 name = str(as_mapping(raw).get("name", i))
                 self.unmapped(f"{kind} signal {name}", f"{key}[{i}]", UNMAPPED_SIGNALS[kind])
                 self.leaf_missing[(kind, name)] = UNMAPPED_SIGNALS[kind]
+        if "keyword_rules" in classifier:  # an older place of the keyword rules
+            self._section("keywords", as_list(classifier["keyword_rules"]), "classifier.keyword_rules")
         for key in classifier:
-            if key not in ("category_model", "pii_model"):
+            if key not in ("category_model", "pii_model", "keyword_rules"):
                 self.unmapped(f"classifier {key}", f"classifier.{key}", "no counterpart: MCP / external classifiers")
         pii_model = as_mapping(classifier.get("pii_model"))
         if pii_model.get("model_id"):
@@ -130,7 +144,7 @@ class SignalMapper(ModelMapper):
             if section is None:
                 self.unmapped(f"unknown key {key}", path, "unknown key: not a VSR signal type this importer knows")
                 continue
-            if section in UNMAPPED_SIGNALS:
+            if section in UNMAPPED_SIGNALS and section not in PARTLY_MAPPED_SECTIONS:
                 for i, item in enumerate(as_list(raw)):
                     name = str(as_mapping(item).get("name", i))
                     self.unmapped(f"{section} signal {name}", f"{path}[{i}]", UNMAPPED_SIGNALS[section])
@@ -145,6 +159,8 @@ class SignalMapper(ModelMapper):
         for i, raw in enumerate(rules):
             with self.guarded(f"{SECTION_ITEM[section]} signal", f"{path}[{i}]"):
                 rpath = f"{path}[{i}]"
+                if isinstance(raw, Mapping) and not raw.get("name") and raw.get("category"):
+                    raw = {**raw, "name": raw["category"]}  # older rules: `category` names the rule
                 if not isinstance(raw, Mapping) or not raw.get("name"):
                     self.unmapped(f"{SECTION_ITEM[section]} signal", rpath, "a signal needs a name")
                     continue
@@ -230,15 +246,15 @@ class SignalMapper(ModelMapper):
         if str(raw.get("query_modality", "text")).lower() != "text":
             self.unmapped(item, f"{path}.query_modality", "no counterpart: image/audio query embeddings")
             return None
-        candidates = [str(c) for c in as_list(raw.get("candidates")) if str(c).strip()]
+        key = "candidates" if "candidates" in raw or "keywords" not in raw else "keywords"  # older rules: keywords
+        candidates = [str(c) for c in as_list(raw.get(key)) if str(c).strip()]
         if not candidates:
-            self.unmapped(item, f"{path}.candidates", "no text candidates")
+            self.unmapped(item, f"{path}.{key}", "no text candidates")
             return None
         aggregation = str(raw.get("aggregation_method") or "max").lower()
-        method = {"max": "max", "any": "max", "mean": "centroid"}.get(aggregation)
-        if method is None:
-            self.unmapped(item, f"{path}.aggregation_method", f"unknown aggregation {aggregation!r}")
-            return None
+        method = {"max": "max", "any": "max", "mean": "centroid", "avg": "centroid", "average": "centroid"}.get(
+            aggregation, "max"
+        )
         threshold = float(raw.get("threshold", 0.5))
         spec = {
             "name": raw["name"],
@@ -251,15 +267,71 @@ class SignalMapper(ModelMapper):
             f"approximated as semantic signal (method {method}, threshold {threshold}): similarity from MiniLM, "
             "not VSR's embedding model, so re-tune the threshold"
         ]
-        if aggregation == "mean":
-            notes.append("mean of similarities as similarity to the candidates' centroid")
+        if key == "keywords":
+            notes.append("its keywords as the candidates")
+        if method == "centroid":
+            notes.append(f"{aggregation} of similarities as similarity to the candidates' centroid")
+        elif aggregation not in ("max", "any"):
+            notes.append(f"unknown aggregation {aggregation!r} as max")
         dropped = [k for k in ("image_candidates", "negative_candidates", "negative_image_candidates") if raw.get(k)]
         if dropped:
             notes.append(f"{', '.join(dropped)} not carried")
         if raw.get("prototype_scoring"):
             notes.append("prototype scoring not carried")
+        chosen = [k for k in EMBEDDING_MODEL_KEYS if k in raw]
+        if chosen:
+            notes.append(f"VSR's embedding model choice ({', '.join(chosen)}) not carried")
         self.approx(item, path, "; ".join(notes))
         return spec
+
+    def _sig_preference(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
+        examples = [str(c) for c in as_list(raw.get("examples")) if str(c).strip()]
+        if not examples:
+            self.unmapped(item, path, UNMAPPED_SIGNALS["preference"])
+            return None
+        threshold = float(raw.get("threshold", 0.5))
+        self.approx(
+            item,
+            path,
+            f"approximated as semantic signal (method max, threshold {threshold}) on its examples: similarity "
+            "from MiniLM, not VSR's preference scoring, and each preference fires on its own: re-tune the threshold",
+        )
+        return {
+            "name": raw["name"],
+            "type": "semantic",
+            "exemplars": {str(raw["name"]): examples},
+            "threshold": threshold,
+            "method": "max",
+        }
+
+    def _sig_conversation(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
+        """A count of user messages with a lower bound: our `structure` signal's turns_min (the request's user
+        messages, as VSR counts them); any other conversation feature has no counterpart."""
+        feature = as_mapping(raw.get("feature"))
+        source = as_mapping(feature.get("source"))
+        predicate = as_mapping(raw.get("predicate"))
+        kind = (str(feature.get("type", "")), str(source.get("type", "")), str(source.get("role", "")))
+        if tuple(k.lower() for k in kind) != ("count", "message", "user"):
+            self.unmapped(
+                item,
+                f"{path}.feature",
+                f"{UNMAPPED_SIGNALS['conversation']}; this one is {kind[0]!r} of {kind[1]!r} ({kind[2] or 'any role'})",
+            )
+            return None
+        bound = predicate.get("gte", predicate.get("gt"))
+        if set(predicate) not in ({"gte"}, {"gt"}) or isinstance(bound, bool) or not isinstance(bound, int | float):
+            self.unmapped(
+                item,
+                f"{path}.predicate",
+                f"no counterpart: predicate {dict(predicate)} (only a lower bound, gte or gt, maps to turns_min)",
+            )
+            return None
+        turns = math.ceil(bound) if "gte" in predicate else math.floor(bound) + 1
+        if turns < 1:
+            self.unmapped(item, f"{path}.predicate", f"not carried over: {dict(predicate)} holds for every request")
+            return None
+        self.mapped(item, path, f"as structure signal (turns_min {turns}: the request's user messages)")
+        return {"name": raw["name"], "type": "structure", "turns_min": turns}
 
     def _sig_language(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         code = re.split(r"[-_]", str(raw["name"]).strip().lower())[0]
@@ -335,8 +407,12 @@ class SignalMapper(ModelMapper):
         names: list[str] = []
         for i, raw in enumerate(rules):
             raw = as_mapping(raw)
-            if raw.get("name") and self._domain_rule(raw, f"{path}[{i}]", labels_map):
+            if not raw.get("name"):
+                continue
+            if self._domain_rule(raw, f"{path}[{i}]", labels_map):
                 names.append(str(raw["name"]))
+            else:
+                self.leaf_missing[("domains", str(raw["name"]))] = f"domain {raw['name']} was not carried over"
         spec: dict[str, Any] = {"name": "domain", "type": "domain", "labels_map": labels_map}
         self._domain_classifier_settings(spec)
         registered = self._register(spec, path, "domain signal")
@@ -354,7 +430,8 @@ class SignalMapper(ModelMapper):
             raw,
             path,
             {"name", "description", "mmlu_categories"}
-            | ({"model_scores", "system_prompt", "system_prompt_mode", "reasoning_effort"} if legacy else set()),
+            | ({"model_scores", "system_prompt", "system_prompt_mode", "reasoning_effort"} if legacy else set())
+            | (CATEGORY_CACHE_KEYS if legacy and raw.get("model_scores") else set()),  # on the category's decision
             {
                 "model_scores": "no counterpart: per-domain model scores (the decisions choose the models)",
                 "system_prompt": "no counterpart: per-domain system prompts (put it on a decision)",

@@ -33,6 +33,7 @@ class ImporterState:
         self.decision_names: set[str] = set()
         self.reasoning_effort_default: str | None = None
         self.families: dict[str, tuple[str, str]] = {}
+        self.family_paths: dict[str, str] = {}  # VSR family name -> where it is declared
         self.custom_families: dict[str, str] = {}  # VSR family name -> our families-table row
         self.family_rows: dict[str, dict[str, str]] = {}  # our row name -> ReasoningFamily fields
         self.family_row_names: set[str] = set(BUILTIN_FAMILIES)  # a row of ours never replaces a built-in one

@@ -62,7 +62,7 @@ LEAF_KINDS: dict[str, str] = {
 UNMAPPED_SIGNALS: dict[str, str] = {
     "fact_check": "no counterpart: VSR's fact-check classifier",
     "user_feedback": "no counterpart: VSR's user-feedback classifier",
-    "preference": "no counterpart: VSR's LLM-judged route preference",
+    "preference": "no counterpart: VSR's LLM-judged route preference (one with `examples` becomes a semantic signal)",
     "reask": "no counterpart: VSR's repeated-question detector",
     "latency": "no counterpart: latency (TPOT) signals",
     "structure": "no counterpart: VSR's structure features (our `structure` signal counts code blocks, tools, turns)",
@@ -71,7 +71,8 @@ UNMAPPED_SIGNALS: dict[str, str] = {
     "safety": "no counterpart: VSR's content-safety classifier",
     "hallucination": "no counterpart: response hallucination detection",
     "kb": "no counterpart: knowledge-base signals",
-    "conversation": "no counterpart: conversation features (our `structure` signal has turns_min and tools)",
+    "conversation": "no counterpart: conversation features (a count of user messages with gte / gt becomes a "
+    "`structure` signal's turns_min)",
     "events": "no counterpart: event signals",
     "metadata": "no counterpart: request metadata predicates",
     "classifier": "no counterpart: VSR classifier deployments (bring a local checkpoint as a `classifier` signal)",
@@ -86,11 +87,11 @@ SECTION_OF_FLAT: dict[str, str] = {
     "complexity_rules": "complexity",
     "jailbreak": "jailbreak",
     "pii": "pii",
+    "preference_rules": "preference",
 }
 FLAT_UNMAPPED_SECTIONS: dict[str, str] = {
     "fact_check_rules": "fact_check",
     "user_feedback_rules": "user_feedback",
-    "preference_rules": "preference",
     "latency_rules": "latency",
     "structure_rules": "structure",
     "modality_rules": "modality",
@@ -133,7 +134,11 @@ SECTION_ITEM = {
     "jailbreak": "jailbreak",
     "pii": "pii",
     "input_modality": "input_modality",
+    "preference": "preference",
+    "conversation": "conversation",
 }
+# Sections of UNMAPPED_SIGNALS whose rules carry over in one form (the others are reported with its reason).
+PARTLY_MAPPED_SECTIONS = frozenset({"preference", "conversation"})
 NO_COUNTERPART_TOP = {
     # flat layout
     "bert_model": "no counterpart: the similarity model is ours (MiniLM), set in settings",
@@ -157,10 +162,16 @@ NO_COUNTERPART_TOP = {
     "evaluation": "no counterpart: benchmark records",
     "entrypoints": "no counterpart: per-model-name recipes (one policy per router)",
     "recipes": "no counterpart: recipes (import each as its own policy)",
+    # older flat layouts
+    "router": "no counterpart: VSR's LoRA / classifier path-selection tuning",
+    "metrics": "no counterpart here: metrics are set in our settings",
+    "entropy_threshold": "no counterpart: entropy-based reasoning decisions (set reasoning on a decision)",
+    "high_entropy_threshold": "no counterpart: entropy-based reasoning decisions (set reasoning on a decision)",
 }
 FLAT_TOP = {
     "vllm_endpoints",
     "model_config",
+    "backend_models",
     "default_model",
     "decisions",
     "reasoning_families",
