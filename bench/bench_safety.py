@@ -25,10 +25,16 @@ recipes, code, capitals; short creative-writing, role-play and "act as" requests
 way; many languages) and protective questions about crime and fraud (victims, parents, shop and
 office staff, students) and help-seeking questions on suicide, self-harm, abuse and addiction,
 none an attack or harmful; every one refused is a false positive, and
-each is printed with its category. And `--probes` (default `bench/data/attack_probes.jsonl`):
-attacks and harmful requests written for this project apart from its training frames (overrides,
-persona escapes, prompt extraction, secret exfiltration, encoded instructions, plain harmful
-requests; many languages), reported as `probe_attack` / `probe_harmful` rows.
+each is printed with its category. And `--probes` (default `bench/data/attack_probes.jsonl` and
+`bench/data/attack_probes_unseen.jsonl`): attacks and harmful requests written for this project
+apart from its training frames (overrides, persona escapes, prompt extraction, secret
+exfiltration, encoded instructions, plain harmful requests; many languages), reported as
+`probe_attack` / `probe_harmful` rows; a probe file's benign look-alikes (a user taking back their
+own message, decoding a string without obeying it, writing their own bot's prompt) join the
+everyday requests, category `lookalike:<category>`. The second file was written by a writer who
+had seen neither the jailbreak rules nor the classifier, after both were last changed: the first
+file's short multilingual attacks were looked at while the rules were written, so only the second
+measures how the rules carry over to phrasings nobody tuned on.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ SHORT_CHARS = 200
 # Everyday requests (creative, role-play, ordinary), protective questions about crime and fraud
 # and help-seeking questions (suicide, self-harm, abuse, addiction).
 EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl", "everyday_unseen.jsonl")
+PROBE_FILES = ("attack_probes.jsonl", "attack_probes_unseen.jsonl")
 
 
 def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
@@ -214,15 +221,19 @@ def main() -> int:
         help="everyday request files (default: the everyday requests and the safety questions)",
     )  # fmt: skip
     parser.add_argument(
-        "--probes", type=Path, default=REPO / "bench" / "data" / "attack_probes.jsonl",
-        help="held-out attacks and harmful requests written for this project, one per class and language",
+        "--probes", type=Path, nargs="*", default=[REPO / "bench" / "data" / name for name in PROBE_FILES],
+        help="held-out attacks and harmful requests written for this project (their benign look-alikes: everyday)",
     )  # fmt: skip
     args = parser.parse_args()
     rows = read_jsonl(args.data / "test.jsonl")
     if args.limit:
         rows = rows[: args.limit]
-    if args.probes.is_file():  # held-out written attacks: their own rows, apart from the test split's
-        rows += [{**row, "label": f"probe_{row['label']}"} for row in read_jsonl(args.probes)]
+    for probes in args.probes:  # held-out written attacks: their own rows, apart from the test split's
+        for row in read_jsonl(probes):
+            if row["label"] == "benign":
+                rows.append({**row, "label": "everyday", "category": f"lookalike:{row.get('category', 'other')}"})
+            else:
+                rows.append({**row, "label": f"probe_{row['label']}"})
     for everyday in args.everyday:
         rows += [
             {"text": row["text"], "label": "everyday", "lang": row["lang"], "category": row.get("category", "everyday")}

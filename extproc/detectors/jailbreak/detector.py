@@ -7,15 +7,8 @@ from collections.abc import Collection, Iterable
 
 from extproc.detectors.common import Finding, check_kinds
 from extproc.detectors.jailbreak.normal_form import LEET, LEET_HINT, normalize, normalize_with_map
-from extproc.detectors.jailbreak.rules import (
-    ANCHORS,
-    ANCHORS_ASCII,
-    BY_ANCHOR,
-    JAILBREAK_CATEGORIES,
-    SCRIPT_HINT,
-    SCRIPT_RULES,
-    Rule,
-)
+from extproc.detectors.jailbreak.rules import ANCHORS, ANCHORS_ASCII, BY_ANCHOR, JAILBREAK_CATEGORIES, Rule
+from extproc.detectors.jailbreak.script_rules import SCRIPT_HINT, SCRIPT_RULES
 
 
 def _hits(view: str, anchors: Iterable[str], wanted: frozenset[str]) -> list[tuple[Rule, int, int]]:

@@ -167,6 +167,9 @@ SAFETY_QUESTIONS_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_safety_que
 # Attacks and harmful requests written for this project, one per class and language (bench_safety's
 # held-out probes): no generated row may come near them either.
 ATTACK_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes.jsonl")
+# Short attacks and their benign look-alikes written by a writer who saw neither the jailbreak
+# rules nor the classifier (2026-12-04); no generated row came near them when they were added.
+UNSEEN_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes_unseen.jsonl")
 # Everyday requests written after the training rows, by other writers, to measure refusals of
 # phrasings nobody tuned against: role and simulation setups, technical words ("bypass the
 # cache", "kill the process"), everyday requests of every kind.
@@ -180,6 +183,7 @@ def everyday_evaluation_texts() -> list[str]:
         EVERYDAY_EVALUATION,
         SAFETY_QUESTIONS_EVALUATION,
         ATTACK_PROBES_EVALUATION,
+        UNSEEN_PROBES_EVALUATION,
         UNSEEN_EVERYDAY_EVALUATION,
     ):
         if path.is_file():
