@@ -5,13 +5,17 @@
       hard: ["Prove that there are infinitely many primes of the form 4k + 3.", ...]
       easy: ["What is 7 times 8?", ...]
       thresholds: {hard: 0.04, easy: 0.04}
+      top_k: 3
       cues: {long_chars: 400, length_weight: 0.03, structure_weight: 0.03}
     leaf: {signal: difficulty, label: hard}
 
 The turn (the newest user turn, fenced code removed, as `domain` reads it) is embedded with
 all-MiniLM-L6-v2 (the embedder's cache shares that one embedding with `domain`'s second stage,
-`semantic` and the answer cache). Its margin is the cosine to the nearest `hard` example minus
-the cosine to the nearest `easy` example; optional cues move it: a long turn (>= `long_chars`)
+`semantic` and the answer cache). Its margin is the mean cosine to the `top_k` nearest `hard`
+examples minus the same for the `easy` examples (`top_k: 1`, the default, is nearest against
+nearest; with a few dozen examples a side, 3 keeps one look-alike example from deciding: a
+plain "explain what a hash table is" lands near one algorithm-design example, not near three);
+optional cues move it: a long turn (>= `long_chars`)
 adds `length_weight`, a short one (< `long_chars` / 8) subtracts it, and structure (several
 numbered parts, equations, a "prove" / "derive" / "show that") adds `structure_weight`.
 margin >= `thresholds.hard` is `hard`, margin <= -`thresholds.easy` is `easy`, anything in
@@ -47,7 +51,19 @@ from extproc.signals.domain import DomainSpec, select_turns
 LEVELS = ("easy", "medium", "hard")
 _NUMBERED = re.compile(r"(?:^|\s)(?:\(?[a-d1-9][.)]|part [a-d1-9])\s", re.IGNORECASE)
 _MATHS = re.compile(r"[=^√∫∑∏≤≥≠]|\\frac|\\int|\bd/dx\b")
-_DEMANDING = re.compile(r"\b(prove|derive|show that|justify|rigorous|step by step|optimi[sz]e|design an?)\b", re.I)
+# What a demanding problem asks for, in the languages people write homework in: MiniLM reads
+# English, so in other languages the examples' similarity says little and this cue carries more.
+_DEMANDING = re.compile(
+    r"\b(prove|derive|show that|justify|rigorous|step by step|optimi[sz]e|design an?"
+    r"|beweise\w*|herleit\w*|leite\w* \w+ her|zeigen sie,? dass|zeige,? dass|schritt f(?:ü|ue)r schritt"
+    r"|d(?:é|e)montr\w*|montre[rz]? que|prouve[rz]?|justifie[rz]?|(?:é|e)tape par (?:é|e)tape"
+    r"|demuestr\w*|demostr\w*|pruebe que|probar que|deduc\w*|paso a paso|justifi\w*"
+    r"|dimostr\w*|ricava\w*|passo dopo passo|giustific\w*"
+    r"|prove que|provar que|demonstr\w*|deduz\w*|passo a passo"
+    r"|доказ\w*|докаж\w*|выведи\w*|обоснуй\w*|пошагов\w*)\b"
+    r"|证明|證明|推导|推導|求证|求證|証明|導出|導いて|증명|유도하",
+    re.I,
+)
 
 
 class ComplexityThresholds(BaseModel):
@@ -71,6 +87,7 @@ class ComplexitySpec(TextSignalSpec):
     easy: list[str] = Field(min_length=1)
     thresholds: ComplexityThresholds = Field(default_factory=ComplexityThresholds)
     cues: ComplexityCues = Field(default_factory=ComplexityCues)
+    top_k: int = Field(default=1, ge=1, le=16)  # examples averaged per side: the margin's neighbourhood
     max_chars: int = Field(default=2000, ge=16)
 
     @field_validator("hard", "easy")
@@ -145,7 +162,14 @@ class ComplexitySignal(Signal):
         if self._hard is None or self._easy is None:
             self.prepare()
         assert self._hard is not None and self._easy is not None
-        return float((self._hard @ vec).max()) - float((self._easy @ vec).max())
+        return self._nearest(self._hard @ vec) - self._nearest(self._easy @ vec)
+
+    def _nearest(self, similarities: FloatArray) -> float:
+        """The mean of the `top_k` highest similarities (all of them when a side has fewer)."""
+        k = min(self.spec.top_k, similarities.shape[0])
+        if k == 1:
+            return float(similarities.max())
+        return float(np.partition(similarities, -k)[-k:].mean())
 
     def judge(self, text: str, vec: FloatArray) -> Evaluation:
         similarity = self.margin(vec)

@@ -89,6 +89,25 @@ async def test_margin_decides_hard_easy_medium(ctx: BuildContext) -> None:
     assert set((await run(wide, chat(("user", "please prove this")), ctx)).labels) == {"medium"}
 
 
+async def test_top_k_averages_the_nearest_examples_of_each_side(ctx: BuildContext) -> None:
+    # One hard example looks like an ordinary request ("tell me a joke" sits halfway): nearest
+    # against nearest, that one example makes "tell me a story" hard; the mean of the two nearest
+    # a side does not.
+    hard = ["prove the theorem", "tell me a joke"]
+    nearest = ComplexitySignal.build(spec(hard=hard, thresholds={"hard": 0.2, "easy": 0.2}), ctx)
+    averaged = ComplexitySignal.build(spec(hard=hard, thresholds={"hard": 0.2, "easy": 0.2}, top_k=2), ctx)
+    story = chat(("user", "tell me a story"))
+    assert set((await run(nearest, story, ctx)).labels) == {"hard"}
+    ev = await run(averaged, story, ctx)
+    assert set(ev.labels) == {"medium"} and "margin +0.146" in ev.evidence[0]
+    # A clearly hard request stays hard; top_k above a side's size uses all of that side.
+    assert set((await run(averaged, chat(("user", "please prove this")), ctx)).labels) == {"hard"}
+    wide = ComplexitySignal.build(spec(hard=hard, top_k=16), ctx)
+    assert set((await run(wide, chat(("user", "please prove this")), ctx)).labels) == {"hard"}
+    with pytest.raises(ValidationError):
+        spec(top_k=0)
+
+
 async def test_only_the_newest_user_turn_counts(ctx: BuildContext, embedder: AxisEmbedder) -> None:
     signal = ComplexitySignal.build(spec(), ctx)
     request = chat(("system", "prove everything"), ("user", "prove it"), ("assistant", "ok"), ("user", "what is it"))
@@ -114,6 +133,17 @@ def test_cues() -> None:
     assert shift == pytest.approx(0.2) and why == ["structure (+0.2)"]
     assert cue_shift("1) first part 2) second part and then some words", cues)[0] == pytest.approx(0.2)
     assert cue_shift("x" * 100, ComplexityCues())[0] == 0.0  # no weights: no cue
+    # What a demanding problem asks for, in other languages too (MiniLM reads English only)
+    for demanding in (
+        "Beweisen Sie, dass die Folge konvergiert",
+        "Démontrer que f est continue sur R tout entier",
+        "Demuestra que la suma es finita para todo n",
+        "Докажите, что граф связен всегда",
+        "证明这个数列收敛，并给出过程和每一步的理由",
+        "この式を導出してください、途中の計算も全部",
+    ):
+        assert cue_shift(demanding, cues)[1] == ["structure (+0.2)"], demanding
+    assert cue_shift("Wie lange muss ein Kuchen bei 180 Grad backen?", cues)[1] == []
 
 
 async def test_cues_move_a_tie(ctx: BuildContext) -> None:
