@@ -7,7 +7,6 @@ everyday requests (creative writing, role-play, "act as") through."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,9 @@ import pytest
 import yaml
 
 from extproc.models.attack_classifier import DEFAULT_WEIGHTS_DIR
-from extproc.outcome import RoutingOutcome
 from extproc.router import Router
-from extproc.settings import DEFAULT_POLICY, Settings
+from extproc.settings import DEFAULT_POLICY
+from extproc.testing.default_policy import default_router, route_text
 
 pytestmark = pytest.mark.slow
 
@@ -68,14 +67,9 @@ def test_the_cascade_uses_the_weights_thresholds() -> None:
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[Router]:
-    router = Router.from_settings(Settings.load(None, environ={}))
+    router = default_router()
     yield router
     router.close()
-
-
-def route_text(router: Router, text: str) -> RoutingOutcome:
-    body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
-    return asyncio.run(router.route(body))
 
 
 def decide(router: Router, text: str) -> tuple[str | None, set[str]]:

@@ -5,7 +5,6 @@ household questions do not, and everyday health questions reach the medical mode
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,8 @@ import yaml
 
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
-from extproc.settings import DEFAULT_POLICY, Settings
+from extproc.settings import DEFAULT_POLICY
+from extproc.testing.default_policy import default_router, route_text
 from extproc.tools.near_repeats import near_any
 
 pytestmark = pytest.mark.slow
@@ -51,14 +51,13 @@ def test_no_difficulty_example_repeats_a_routing_evaluation_text() -> None:
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[Router]:
-    router = Router.from_settings(Settings.load(None, environ={}))
+    router = default_router()
     yield router
     router.close()
 
 
-def route_text(router: Router, text: str) -> RoutingOutcome:
-    body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
-    outcome = asyncio.run(router.route(body))
+def routed(router: Router, text: str) -> RoutingOutcome:
+    outcome = route_text(router, text)
     outcome.rewritten_body()  # writes the reasoning fields (and x-vsr-reasoning) as the servicer does
     return outcome
 
@@ -91,14 +90,14 @@ HEALTH = [
 
 @pytest.mark.parametrize("text", HARD)
 def test_hard_problems_reach_the_reasoning_model_with_thinking_on(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
+    outcome = routed(router, text)
     assert outcome.decision == "stem_hard"
     assert outcome.reasoning_sent == "on:high"
 
 
 @pytest.mark.parametrize("text", EVERYDAY_STEM + HOUSEHOLD)
 def test_everyday_asks_do_not_spend_thinking_tokens(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
+    outcome = routed(router, text)
     assert outcome.decision in ("general", "stem_easy"), outcome.decision
     assert outcome.reasoning_sent == "off"
 

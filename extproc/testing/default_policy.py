@@ -1,0 +1,21 @@
+"""Requests through the default policy as `make run` serves it, for the tests that pin its routes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from extproc.outcome import RoutingOutcome
+from extproc.router import Router
+from extproc.settings import Settings
+
+
+def default_router() -> Router:
+    """The router the default settings build (the packaged default policy, the shipped models)."""
+    return Router.from_settings(Settings.load(None, environ={}))
+
+
+def route_text(router: Router, text: str) -> RoutingOutcome:
+    """One user message routed, as an OpenAI Chat request asking the router to choose."""
+    body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
+    return asyncio.run(router.route(body))
