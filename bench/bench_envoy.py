@@ -93,18 +93,32 @@ TEXT_REQUESTS = [
 ]
 
 
-def request_bodies(distinct: int) -> list[bytes]:
-    """The text-only bodies in rotation: TEXT_REQUESTS, or `distinct` variants of them (a number
-    appended to the last message), so that no text repeats and no per-text cache (the
-    prompt-attack classifier's scores, for one) answers for a signal."""
+def request_bodies(distinct: int, texts: list[str] | None = None) -> list[bytes]:
+    """The text-only bodies in rotation: TEXT_REQUESTS (or one user message per text of `texts`),
+    or `distinct` variants of them (a number appended to the last message), so that no text
+    repeats and no per-text cache (the prompt-attack classifier's scores, for one) answers for a
+    signal."""
+    requests = (
+        TEXT_REQUESTS if not texts else [{"model": "auto", "messages": [{"role": "user", "content": t}]} for t in texts]
+    )
     if distinct <= 0:
-        return [json.dumps(r).encode() for r in TEXT_REQUESTS]
+        return [json.dumps(r).encode() for r in requests]
     bodies = []
     for i in range(distinct):
-        request = json.loads(json.dumps(TEXT_REQUESTS[i % len(TEXT_REQUESTS)]))
+        request = json.loads(json.dumps(requests[i % len(requests)]))
         request["messages"][-1]["content"] += f" (question {i})"
         bodies.append(json.dumps(request).encode())
     return bodies
+
+
+def read_texts(paths: list[Path]) -> list[str]:
+    """The `text` of every line of these JSONL files (the everyday request sets, for one)."""
+    return [
+        json.loads(line)["text"]
+        for path in paths
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def chat_payloads(port: int, bodies: list[bytes]) -> list[bytes]:
@@ -332,6 +346,13 @@ def main() -> int:
         "per-text cache answers; 40000 outlasts a throughput phase here",
     )
     parser.add_argument(
+        "--texts",
+        type=Path,
+        nargs="+",
+        help="JSONL files whose `text` fields are sent instead of the 4 bodies (e.g. bench/data/everyday_*.jsonl: "
+        "the signals a real mix of requests wakes, not four prompts); with --distinct, numbered variants of them",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also measure a bare Python grpc.aio ext_proc servicer (bench/floor_servicer.py) on a second stack",
@@ -369,7 +390,7 @@ def main() -> int:
         return 1
     stack, options, plain_port, three_port = main_stack
     print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
-    bodies = request_bodies(args.distinct)
+    bodies = request_bodies(args.distinct, read_texts(args.texts) if args.texts else None)
     payloads_vsr = chat_payloads(options.listener_port, bodies)
     payloads_plain = chat_payloads(plain_port, bodies)
     payloads_three = chat_payloads(three_port, bodies)
@@ -407,7 +428,7 @@ def main() -> int:
     print(
         f"latency: {args.latency_requests} sequential requests; throughput: {args.concurrency} connections "
         f"for {args.duration:.0f}s; {len(bodies)} text-only bodies in rotation"
-        + (f" (variants of {len(TEXT_REQUESTS)}: no text repeats)" if args.distinct else "")
+        + (" (numbered variants: no text repeats)" if args.distinct else "")
     )
     print(f"{'path':<22} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>10} {'p50@c ms':>9} {'p99@c ms':>9} {'errors':>7}")
     print(row("envoy (no ext_proc)", *plain))
