@@ -1,7 +1,8 @@
 """The default policy's subject and difficulty routes: the five STEM subjects are judged together
 (`subject_area`), difficulty against a few dozen examples a side (mean of the 3 nearest), hard
 problems in English and other languages reach the reasoning model, everyday STEM asks and
-household questions do not, and everyday health questions reach the medical model."""
+household questions do not, and everyday health questions reach the medical model, in other
+languages too."""
 
 from __future__ import annotations
 
@@ -87,6 +88,23 @@ HEALTH = [
     "How much vitamin D should an adult take in winter?",
 ]
 
+# In other languages the subject classifier reads most everyday health questions as `other`;
+# the policy's health words send them to the medical model when no other subject is sure.
+HEALTH_OTHER_LANGUAGES = [
+    "Ich habe seit gestern Fieber und Kopfschmerzen, soll ich zum Arzt gehen?",
+    "J'ai de la fièvre depuis deux jours, quel médicament puis-je prendre ?",
+    "Tengo tos y dolor de garganta desde hace una semana, ¿qué me recomiendas?",
+    "Мой сын жалуется, что у него болит живот после еды. Что делать?",
+    "孩子发烧到三十九度，需要去医院吗？",
+    "Ho mal di testa tutte le mattine, può dipendere dal caffè?",
+]
+EVERYDAY_OTHER_LANGUAGES = [
+    "Ho dimenticato la password del router, come la recupero?",  # Italian "ho" is not Vietnamese "ho" (cough)
+    "Wie koche ich eine gute Tomatensuppe?",
+    "Qu'est-ce que je peux offrir à ma sœur pour son anniversaire ?",
+    "¿Cuál es la mejor época para visitar Japón?",
+]
+
 
 @pytest.mark.parametrize("text", HARD)
 def test_hard_problems_reach_the_reasoning_model_with_thinking_on(router: Router, text: str) -> None:
@@ -107,6 +125,11 @@ def test_household_questions_are_not_health_questions(router: Router, text: str)
     assert route_text(router, text).decision != "health_question"
 
 
-@pytest.mark.parametrize("text", HEALTH)
+@pytest.mark.parametrize("text", HEALTH + HEALTH_OTHER_LANGUAGES)
 def test_everyday_health_questions_reach_the_medical_model(router: Router, text: str) -> None:
     assert route_text(router, text).decision == "health_question"
+
+
+@pytest.mark.parametrize("text", EVERYDAY_OTHER_LANGUAGES)
+def test_everyday_requests_in_other_languages_are_not_health_questions(router: Router, text: str) -> None:
+    assert route_text(router, text).decision == "general"
