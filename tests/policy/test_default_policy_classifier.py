@@ -18,7 +18,7 @@ import yaml
 from extproc.models.attack_classifier import DEFAULT_WEIGHTS_DIR
 from extproc.router import Router
 from extproc.settings import DEFAULT_POLICY
-from extproc.testing.default_policy import default_router, route_text
+from tests.policy.default_routing import default_router, route_text
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ import yaml
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import DEFAULT_POLICY
-from extproc.testing.default_policy import default_router, route_text
 from extproc.tools.near_repeats import near_any
+from tests.policy.default_routing import default_router, route_text
 
 pytestmark = pytest.mark.slow
 
