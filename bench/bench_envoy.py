@@ -46,6 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_safety import read_jsonl  # noqa: E402
 from envoy_data_plane.envoy.config.core.v3 import DataSource  # noqa: E402
 from envoy_data_plane.envoy.config.route.v3 import DirectResponseAction, Route, RouteAction, RouteMatch  # noqa: E402
 from loadgen import LoadResult, build_request, run_load  # noqa: E402
@@ -112,13 +113,8 @@ def request_bodies(distinct: int, texts: list[str] | None = None) -> list[bytes]
 
 
 def read_texts(paths: list[Path]) -> list[str]:
-    """The `text` of every line of these JSONL files (the everyday request sets, for one)."""
-    return [
-        json.loads(line)["text"]
-        for path in paths
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    """The `text` of every row of these JSONL files (the everyday request sets, for one)."""
+    return [row["text"] for path in paths for row in read_jsonl(path)]
 
 
 def chat_payloads(port: int, bodies: list[bytes]) -> list[bytes]:
