@@ -50,10 +50,14 @@ class ModelMapper(ImporterState):
                     self._flat_model(str(name), as_mapping(params), path, endpoints)
         if not self.models:
             self._models_named_by_routes(cfg, endpoints)
-        for name, fam in as_mapping(cfg.get("reasoning_families")).items():
+        self._read_families(cfg.get("reasoning_families"), "reasoning_families")
+
+    def _read_families(self, raw: Any, path: str) -> None:
+        """VSR's `reasoning_families` table (name -> type, parameter), wherever the layout keeps it."""
+        for name, fam in as_mapping(raw).items():
             fam = as_mapping(fam)
             self.families[str(name)] = (str(fam.get("type", "")), str(fam.get("parameter", "")))
-            self.family_paths[str(name)] = f"reasoning_families.{name}"
+            self.family_paths[str(name)] = f"{path}.{name}"
 
     def _flat_endpoint(self, ep: Any, path: str, endpoints: dict[str, tuple[str | None, str, str]]) -> None:
         if not isinstance(ep, Mapping) or not ep.get("name"):
@@ -185,10 +189,7 @@ class ModelMapper(ImporterState):
             "providers.defaults",
             {"model", "default_model", "reasoning_effort", "default_reasoning_effort", "reasoning_families"},
         )
-        for name, fam in as_mapping(defaults.get("reasoning_families")).items():
-            fam = as_mapping(fam)
-            self.families[str(name)] = (str(fam.get("type", "")), str(fam.get("parameter", "")))
-            self.family_paths[str(name)] = f"providers.defaults.reasoning_families.{name}"
+        self._read_families(defaults.get("reasoning_families"), "providers.defaults.reasoning_families")
         for i, raw in enumerate(as_list(providers.get("models"))):
             with self.guarded("provider model", f"providers.models[{i}]"):
                 self._provider_model(raw, f"providers.models[{i}]")
