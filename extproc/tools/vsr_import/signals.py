@@ -105,6 +105,12 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
 
 CATEGORY_CACHE_KEYS = {"semantic_cache_enabled", "semantic_cache_similarity_threshold"}
 
+
+def semantic_spec(name: Any, texts: list[str], threshold: float, method: str) -> dict[str, Any]:
+    """A VSR rule carried as our `semantic` signal: its texts as the one label's exemplars."""
+    return {"name": name, "type": "semantic", "exemplars": {str(name): texts}, "threshold": threshold, "method": method}
+
+
 # Sections of a signal type a build may lack (issue 22's): (the type, why a rule is not carried without it).
 TYPE_NEEDED: dict[str, tuple[str, str]] = {"complexity": ("complexity", NEEDS_COMPLEXITY)}
 
@@ -256,13 +262,7 @@ class SignalMapper(ModelMapper):
             aggregation, "max"
         )
         threshold = float(raw.get("threshold", 0.5))
-        spec = {
-            "name": raw["name"],
-            "type": "semantic",
-            "exemplars": {str(raw["name"]): candidates},
-            "threshold": threshold,
-            "method": method,
-        }
+        spec = semantic_spec(raw["name"], candidates, threshold, method)
         notes = [
             f"approximated as semantic signal (method {method}, threshold {threshold}): similarity from MiniLM, "
             "not VSR's embedding model, so re-tune the threshold"
@@ -296,13 +296,7 @@ class SignalMapper(ModelMapper):
             f"approximated as semantic signal (method max, threshold {threshold}) on its examples: similarity "
             "from MiniLM, not VSR's preference scoring, and each preference fires on its own: re-tune the threshold",
         )
-        return {
-            "name": raw["name"],
-            "type": "semantic",
-            "exemplars": {str(raw["name"]): examples},
-            "threshold": threshold,
-            "method": "max",
-        }
+        return semantic_spec(raw["name"], examples, threshold, "max")
 
     def _sig_conversation(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         """A count of user messages with a lower bound: our `structure` signal's turns_min (the request's user
