@@ -214,16 +214,20 @@ class DomainSignal(ModelSignal[Any]):
 
 
 class ShippedDomainModel:
-    """The shipped classifier with a per-text cache of stage 1 (earlier turns repeat every request)."""
+    """The shipped classifier with per-text caches of stage 1 (earlier turns repeat every request)
+    and of stage 2 (what it gave for a text stage 1 was unsure of). Both live here, not on a
+    signal: every `domain` signal on the shipped weights (the default policy has `subject` and
+    `subject_area`) reads the same probabilities, so a text is classified once whichever asks."""
 
     def __init__(self, inner: Any, cache_size: int = 4096) -> None:
         self.inner = inner
         self.labels: tuple[str, ...] = tuple(inner.labels)
         self.confident = float(inner.confident)
         self.cache: LruCache[FloatArray] = LruCache(cache_size)
+        self.stage_two: LruCache[FloatArray] = LruCache(cache_size)
 
     def caches(self) -> dict[str, LruCache[FloatArray]]:
-        return {"first_stage": self.cache}
+        return {"first_stage": self.cache, "second_stage": self.stage_two}
 
     def first_stage_probs(self, text: str) -> FloatArray:
         probs = self.cache.get(text)
@@ -264,8 +268,6 @@ class ShippedDomainSignal(DomainSignal):
         self.embedder_reason = embedder_reason
         if model is not None:
             self.set_labels(model.labels)
-        # Stage-2 probabilities by text: a text seen before needs no executor hop.
-        self.stage_two: LruCache[FloatArray] = LruCache(4096)
 
     @classmethod
     def build_shipped(cls, spec: DomainSpec, ctx: BuildContext) -> ShippedDomainSignal:
@@ -296,8 +298,8 @@ class ShippedDomainSignal(DomainSignal):
         unsure: list[int] = []
         for i, turn in enumerate(turns):
             p = model.first_stage_probs(turn.text)
-            if float(p.max()) < confident:
-                cached = self.stage_two.get(turn.text)
+            if float(p.max()) < confident:  # a text stage 2 answered before needs no executor hop
+                cached = model.stage_two.get(turn.text)
                 if cached is None:
                     unsure.append(i)
                 else:
@@ -332,7 +334,7 @@ class ShippedDomainSignal(DomainSignal):
         fresh = await ctx.executor.run(self.embed_and_classify, texts, [probs[i] for i in unsure])
         for i, p in zip(unsure, fresh, strict=True):
             probs[i] = p
-            self.stage_two.put(turns[i].text, p)
+            self.shipped().stage_two.put(turns[i].text, p)
         return self.result(turns, probs, [f"stage: embedding for {len(unsure)} of {len(turns)} turn(s)"])
 
     def embed_and_classify(self, texts: Sequence[str], first: Sequence[FloatArray]) -> list[FloatArray]:

@@ -20,6 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from extproc.models.domain_classifier import SUBJECTS
+from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry
 from extproc.models.text_embedder import EMBEDDER_MODEL_NAME
 from extproc.policy.load import CompiledPolicy, PolicyError, PolicyLoader, compile_text
@@ -57,6 +58,7 @@ class StubDomain:
     head_label: str = "physics"
     lexical_calls: list[str] = field(default_factory=list)
     head_calls: int = 0
+    stage_two: LruCache[np.ndarray[Any, Any]] = field(default_factory=lambda: LruCache(64))
 
     def first_stage_probs(self, text: str) -> np.ndarray[Any, Any]:
         self.lexical_calls.append(text)
@@ -184,6 +186,21 @@ async def test_unsure_texts_go_to_minilm_once(ctx: BuildContext, stub: StubDomai
     # The same text again: stage 2 is cached, answered now, no new embedding.
     again = signal.answer_now(request)
     assert again is not None and again.labels == ev.labels and len(embedder.calls) == 1 and stub.head_calls == 1
+
+
+async def test_two_signals_on_the_shipped_weights_classify_a_text_once(
+    ctx: BuildContext, stub: StubDomain, embedder: StubEmbedder
+) -> None:
+    """The default policy reads the weights twice (`subject`, and `subject_area` with the STEM
+    subjects added up): stage 2's answer is the model's, so the second signal needs no hop."""
+    subject = DomainSignal.build(spec(), ctx)
+    area_spec = spec(labels_map={"physics": "stem", "math": "stem"}).model_copy(update={"name": "subject_area"})
+    area = DomainSignal.build(area_spec, ctx)
+    request = chat(("user", "how strong must this beam be"))
+    assert (await evaluate(subject, request, ctx)).labels == {"physics": pytest.approx(0.7)}
+    grouped = area.answer_now(request)
+    assert grouped is not None and grouped.labels == {"stem": pytest.approx(0.7 + 0.3 / 13)}
+    assert stub.head_calls == 1 and len(embedder.calls) == 1
 
 
 async def test_threshold_fallback_and_confident_override(ctx: BuildContext, stub: StubDomain) -> None:
