@@ -303,9 +303,12 @@ class RapidOcrEngine:
     # ---------------------------------------------------------------- recognition
 
     def recognize(self, image: Image.Image, deadline: float | None = None) -> tuple[list[OcrBox], bool]:
+        import cv2
         import numpy as np
 
-        bgr = np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
+        # OpenCV's channel swap, not a reversed numpy view copied: 1 ms against 15 on a 1411 px photo.
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        bgr: NDArray[np.uint8] = np.asarray(cv2.cvtColor(np.asarray(rgb), cv2.COLOR_RGB2BGR), dtype=np.uint8)
         with self._lock:
             if self._ocr is not None:
                 quads, texts, scores, truncated = self._run_rapidocr(bgr, deadline)

@@ -261,6 +261,27 @@ def test_exif_orientation_is_applied(
     assert image.pixels().size == (20, 40)
 
 
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "GIF", "WEBP"])
+def test_decoded_pixels_outlive_the_decode_and_are_frame_0(
+    fmt: str, chat_with_images: Callable[..., dict[str, object]], data_uri: Callable[..., str]
+) -> None:
+    """JPEG and PNG pixels are returned without the defensive copy: they must still read after the
+    decode returned, and equal the first frame's, also for formats with a second frame."""
+    first = Image.new("RGB", (48, 32), (200, 30, 30))
+    second = Image.new("RGB", (48, 32), (30, 30, 200))
+    buf = io.BytesIO()
+    if fmt in ("GIF", "WEBP", "PNG"):
+        first.save(buf, fmt, save_all=True, append_images=[second], **({"lossless": True} if fmt == "WEBP" else {}))
+    else:
+        first.save(buf, fmt, quality=95)
+    mime = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}[fmt]
+    req = parse(chat_with_images(data_uri(buf.getvalue(), mime)))
+    pixels = req.images[0].pixels()  # type: ignore[attr-defined]
+    r, g, b = pixels.convert("RGB").getpixel((10, 10))  # type: ignore[misc]
+    assert r > 150 and g < 80 and b < 80, (fmt, (r, g, b))
+    assert pixels.convert("RGB").resize((12, 8)).size == (12, 8)  # usable, not a closed image
+
+
 def test_body_size_limit_is_413() -> None:
     with pytest.raises(PayloadTooLarge):
         parse_request(b'{"prompt": "' + b"x" * 2000 + b'"}', max_body_bytes=1000)
