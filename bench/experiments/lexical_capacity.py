@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from extproc.tools.attack_training.corpus import TrainConfig  # noqa: E402
-from extproc.tools.attack_training.fitting import fit_logistic_sparse, lexical_matrix, sparse_logits  # noqa: E402
-from extproc.tools.attack_training.train import _training_set, rows_for  # noqa: E402
+from extproc.tools.attack_training.fitting import lexical_matrix  # noqa: E402
+from extproc.tools.attack_training.train import _out_of_fold_lexical, _training_set, rows_for  # noqa: E402
 
 FP_RATES = (0.004, 0.008, 0.02)
 BASE = TrainConfig(threads=2)
@@ -52,20 +52,7 @@ def out_of_fold(cfg: TrainConfig, data_dir: Path) -> dict[str, dict[str, list[fl
         used, positive = rows_for(data, output)
         idx = np.flatnonzero(used)
         y = positive[idx]
-        x_out = x.take(idx)
-        folds = data.folds[idx]
-        logit = np.zeros(idx.size)
-        for k in range(cfg.folds):
-            train, held = np.flatnonzero(folds != k), np.flatnonzero(folds == k)
-            w, b = fit_logistic_sparse(
-                x_out.take(train),
-                y[train],
-                data.weights(idx[train], y[train]),
-                l2=cfg.lexical_l2,
-                max_iter=cfg.lexical_max_iter,
-                threads=cfg.threads,
-            )
-            logit[held] = sparse_logits(x_out.take(held), w, b)
+        logit = _out_of_fold_lexical(data, x.take(idx), idx, y, output, lambda _m: None)
         judged = data.original[idx] & (y | data.benign[idx])
         benign, hits = logit[judged & ~y], logit[judged & y]
         short, non_en = data.short[idx][judged & y], data.non_en[idx][judged & y]
