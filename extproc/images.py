@@ -293,17 +293,14 @@ def _decode_pixels(data: bytes) -> Image.Image:
             except BaseException:
                 img.close()
                 raise
-            if transposed is not img:
-                img.close()
-                return transposed
-            # A JPEG or PNG is not closed: its file is an in-memory buffer, and closing would free
-            # the loaded pixels, which a copy would then repeat (7-12 ms on a 1411 px photo). Other
-            # formats (GIF, WebP: frames a later seek would replace) are copied and closed.
-            if img.format in ("JPEG", "PNG"):
+            # A JPEG or PNG returned as decoded is not closed: its file is an in-memory buffer, and
+            # closing would free the loaded pixels, which a copy would then repeat (7-12 ms on a
+            # 1411 px photo). Other formats (GIF, WebP: frames a later seek would replace) are copied.
+            if transposed is img and img.format in ("JPEG", "PNG"):
                 return img
-            copied = img.copy()
+            result = img.copy() if transposed is img else transposed
             img.close()
-            return copied
+            return result
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise PayloadTooLarge(f"image refused as a decompression bomb: {exc}", code="image_too_many_pixels") from exc
     except (OSError, SyntaxError, ValueError, EOFError, UnidentifiedImageError) as exc:
