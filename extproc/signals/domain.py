@@ -332,9 +332,10 @@ class ShippedDomainSignal(DomainSignal):
             )
         texts = [turns[i].text for i in unsure]
         fresh = await ctx.executor.run(self.embed_and_classify, texts, [probs[i] for i in unsure])
+        stage_two = self.shipped().stage_two
         for i, p in zip(unsure, fresh, strict=True):
             probs[i] = p
-            self.shipped().stage_two.put(turns[i].text, p)
+            stage_two.put(turns[i].text, p)
         return self.result(turns, probs, [f"stage: embedding for {len(unsure)} of {len(turns)} turn(s)"])
 
     def embed_and_classify(self, texts: Sequence[str], first: Sequence[FloatArray]) -> list[FloatArray]:
