@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
+from extproc.detectors.encoded import decode_payloads
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
 from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
@@ -95,6 +96,7 @@ class ClassifierSpec(TextSignalSpec):
     max_texts: int = Field(default=8, ge=1)  # the newest segments of `roles`
     precision: Literal["fp32", "bf16"] = "fp32"  # checkpoints only
     batch: bool = True  # checkpoints only: several texts in one padded batch
+    decode_payloads: bool = True  # builtin only: encoded payloads are judged by what they decode to
 
     @property
     def builtin(self) -> bool:
@@ -127,8 +129,9 @@ class ClassifierSpec(TextSignalSpec):
             if self.stage == "lexical":
                 names = [*outputs, *(f"{n}{UNSURE_SUFFIX}" for n in outputs)]
         else:
-            if "stage" in self.model_fields_set:
-                raise ValueError(f"stage applies to {BUILTIN_PROMPT_ATTACK} only")
+            for field in ("stage", "decode_payloads"):
+                if field in self.model_fields_set:
+                    raise ValueError(f"{field} applies to {BUILTIN_PROMPT_ATTACK} only")
             names = list(dict.fromkeys(self.labels.values())) if self.labels else None
         if names is not None:
             check_policy_labels(self, names)
@@ -372,6 +375,8 @@ class PromptAttackSignal(ClassifierSignal):
         # The model's outputs, or (no model) the builtin's, so that rules naming them still load.
         self.outputs: tuple[str, ...] = model.labels if model is not None else BUILTIN_LABELS
         self.names = [spec.labels.get(o, o) for o in self.outputs]  # policy label of each output
+        # What each text is judged as (`judged_texts`), by text.
+        self.views: LruCache[tuple[tuple[str, str], ...]] = LruCache(4096)
         # Stage-2 scores by text: a text seen before (an earlier chat turn, a repeated prompt) needs
         # no executor hop at all. The scores are a function of the text alone (both stages are).
         self.stage_two: LruCache[tuple[float, ...]] = LruCache(4096)
@@ -395,6 +400,33 @@ class PromptAttackSignal(ClassifierSignal):
 
     def label_names(self) -> list[str]:
         return list(dict.fromkeys(self.names))
+
+    def judged_texts(self, request: RoutingRequest, model: PromptAttackModel) -> list[Text]:
+        """`select_texts`, where a text carrying readable encoded payloads (base64, hex, Morse,
+        ROT13: `extproc.detectors.encoded`) is judged by what they say. The n-grams read encoded
+        characters as an attack whatever they spell ("what does this base64 say? <a greeting>"
+        was refused): when the lexical stage clears every payload alone (below each output's
+        `low`), the decoded text replaces the text as sent; otherwise both are judged."""
+        texts = select_texts(request, self.spec)
+        if not self.spec.decode_payloads:
+            return texts
+        out: list[Text] = []
+        for t in texts:
+            views = self.views.get(t.text)
+            if views is None:
+                views = (("", t.text),)
+                decoded = decode_payloads(t.text)
+                if decoded is not None:
+                    view = (f"({'+'.join(dict.fromkeys(decoded.kinds))} decoded)", decoded.text)
+                    lows = [model.thresholds(o).low for o in self.outputs]
+                    cleared = all(
+                        all(p < low for p, low in zip(model.lexical_scores(payload), lows, strict=True))
+                        for payload in decoded.payloads
+                    )
+                    views = (view,) if cleared else (*views, view)
+                self.views.put(t.text, views)
+            out.extend(t if not suffix else Text(f"{t.where} {suffix}", text, t.cut) for suffix, text in views)
+        return out
 
     def attack_model(self) -> PromptAttackModel:
         model: PromptAttackModel = self.require_model()
@@ -483,7 +515,7 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         model = self.attack_model()
-        texts = select_texts(request, self.spec)
+        texts = self.judged_texts(request, model)
         if not texts:
             return Evaluation(matched=False)
         scores = [model.lexical_scores(t.text) for t in texts]
@@ -530,7 +562,7 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         model = self.attack_model()
         if self.embedder is None:
             raise SignalUnavailable(self.embedder_reason or "no text embedder")
-        texts = select_texts(request, self.spec)
+        texts = self.judged_texts(request, model)
         if not texts:
             return Evaluation(matched=False)
         lexical = [model.lexical_scores(t.text) for t in texts]
@@ -541,7 +573,7 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         # A chat re-sends its earlier turns and a prompt repeats: then every head score is cached.
         if self.embedder is None or self.model is None:
             return None
-        texts = select_texts(request, self.spec)
+        texts = self.judged_texts(request, self.attack_model())
         if not texts:
             return Evaluation(matched=False)
         scores = self.cached_head_scores([t.text for t in texts])
@@ -557,7 +589,7 @@ class PromptAttackCascadeSignal(PromptAttackSignal):
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         model = self.attack_model()
-        texts = select_texts(request, self.spec)
+        texts = self.judged_texts(request, model)
         if not texts:
             return Evaluation(matched=False)
         lexical = [model.lexical_scores(t.text) for t in texts]

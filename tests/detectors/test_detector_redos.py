@@ -11,6 +11,7 @@ import concurrent.futures
 import pytest
 
 from extproc.detectors import find_jailbreak, find_pii, find_secrets
+from extproc.detectors.encoded import decode_payloads
 
 N = 200_000
 ADVERSARIAL = {
@@ -46,6 +47,14 @@ ADVERSARIAL = {
     "zero_width": "i\u200bg" * (N // 3),
     "accents": "é " * (N // 2),
     "spaces": " " * N,
+    "binary_groups": "01010101 " * (N // 9) + "0",
+    "morse_groups": ".- " * (N // 3) + "x",
+    "hex_pairs": "4a " * (N // 3) + "x",
+    "base64_run": "QUJD" * (N // 4) + "=" * 7,
+    "ascii85_marks": '=)r"sAK' * (N // 7),
+    "ascii85_opens": "<~" * (N // 2),
+    "rot13_words": "gur " * (N // 4) + ",",
+    "letter_then_commas": "a" + "," * N,
 }
 
 
@@ -54,7 +63,8 @@ def test_adversarial_input_finishes(name: str) -> None:
     text = ADVERSARIAL[name]
 
     def run() -> int:
-        return len(find_pii(text)) + len(find_secrets(text)) + len(find_jailbreak(text))
+        decoded = decode_payloads(text)
+        return len(find_pii(text)) + len(find_secrets(text)) + len(find_jailbreak(text)) + (decoded is not None)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from extproc.detectors.common import Finding, check_kinds
+from extproc.detectors.encoded import decode_payloads
 from extproc.detectors.jailbreak.normal_form import LEET, LEET_HINT, normalize, normalize_with_map
 from extproc.detectors.jailbreak.rules import ANCHORS, ANCHORS_ASCII, BY_ANCHOR, JAILBREAK_CATEGORIES, Rule
 from extproc.detectors.jailbreak.script_rules import SCRIPT_HINT, SCRIPT_RULES
@@ -75,4 +76,15 @@ def find_jailbreak(text: str, categories: Collection[str] | None = None) -> list
         hits, view = _scan(source, wanted)
         if hits:
             return _findings(source, view, hits, leet=True)
+    # An instruction hidden in base64, hex, Morse or ROT13 is read as decoded. Its findings span
+    # the whole text: offsets in the decoded text do not map back onto the encoded characters.
+    decoded = decode_payloads(text)
+    if decoded is not None:
+        hits, view = _scan(decoded.text, wanted)
+        if hits:
+            how = "+".join(dict.fromkeys(decoded.kinds))
+            return [
+                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} (decoded {how})")
+                for f in _findings(decoded.text, view, hits, leet=False)
+            ]
     return []
