@@ -303,8 +303,16 @@ def _has_digit(text: str) -> bool:
     return _DIGIT.search(text) is not None  # hex of text always holds a digit (its high nibbles)
 
 
-def _anything(text: str) -> bool:
-    return True
+def _has_token_marks(text: str) -> bool:
+    # Base64, base32 and hex of text nearly always show a digit or a base64 mark within a few
+    # characters; a text with none holds no such payload worth the scan.
+    return _has_digit(text) or "=" in text or "+" in text or "/" in text
+
+
+def _mentions_ascii85(text: str) -> bool:
+    # ascii85 is rare and its pattern matches any long run of letters and marks: scanned only
+    # between <~ ~> or when the text names it (ascii85, base85, a85).
+    return "<~" in text or "85" in text
 
 
 # A step: a cheap test that the text may hold such a payload at all, the pattern of candidate
@@ -316,8 +324,8 @@ _STEPS: tuple[_Step, ...] = (
     (_has_binary, _BINARY, None, _kind("binary", _from_binary)),
     (_has_morse, _MORSE, None, _kind("morse", _from_morse)),
     (_has_digit, _HEX_SPACED, None, _kind("hex", _from_hex)),
-    (_anything, _TOKEN, _is_encoded_token, _from_token),
-    (_anything, _ASCII85, _is_ascii85, _kind("ascii85", _from_ascii85)),
+    (_has_token_marks, _TOKEN, _is_encoded_token, _from_token),
+    (_mentions_ascii85, _ASCII85, _is_ascii85, _kind("ascii85", _from_ascii85)),
 )
 
 
