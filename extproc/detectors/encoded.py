@@ -28,6 +28,7 @@ from dataclasses import dataclass
 MAX_DEPTH = 2  # passes over the text: a decoded text that quotes another payload, no further
 MAX_TRIES = 16  # candidate tokens decoded per text and depth (a long log line has many)
 MIN_LETTERS = 3
+READABLE_SAMPLE = 4096  # characters of a decoded payload examined (a base64 file in a tool result)
 
 # Possessive repeats and no look-ahead after them: a run that does not end as expected fails or
 # matches once, never retried from every position inside it (linear on hostile input).
@@ -98,7 +99,7 @@ def readable(text: str) -> bool:
     letters = 0
     visible = 0
     rare = 0
-    for ch in text:
+    for ch in text[:READABLE_SAMPLE]:
         if ch.isspace():
             continue
         visible += 1
