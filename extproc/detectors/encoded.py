@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import unicodedata
 from collections.abc import Callable
@@ -28,15 +29,17 @@ from dataclasses import dataclass
 MAX_DEPTH = 2  # passes over the text: a decoded text that quotes another payload, no further
 MAX_TRIES = 16  # candidate tokens decoded per text and depth (a long log line has many)
 MIN_LETTERS = 3
+CACHED_CHARS = 4096  # texts up to this long keep their decoding (at most 2,048 of them, ~8 MB)
 READABLE_SAMPLE = 4096  # characters of a decoded payload examined (a base64 file in a tool result)
 
-# Possessive repeats and no look-ahead after them: a run that does not end as expected fails or
-# matches once, never retried from every position inside it (linear on hostile input).
+# Possessive repeats and no look-arounds: a maximal run matches once and is never retried from
+# every position inside it (linear on hostile input); a run that starts or ends oddly is left to
+# the decoder, which reads only what decodes to readable text.
 _BINARY = re.compile(r"(?<![01])(?:[01]{8}[ ]?){3,}+")
-_MORSE = re.compile(r"(?<![\w.\-])[.\-]{1,7}+(?:(?:[ ]{1,3}|[ ]?/[ ]?)[.\-]{1,7}+){3,}+")
-_HEX_SPACED = re.compile(r"(?<!\w)[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){3,}+")
+_MORSE = re.compile(r"[.\-]{1,7}+(?:(?:[ ]{1,3}|[ ]?/[ ]?)[.\-]{1,7}+){3,}+")
+_HEX_SPACED = re.compile(r"[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){3,}+")
 # One token of the base64 / base32 / hex alphabets (hex and base32 are subsets of base64's).
-_TOKEN = re.compile(r"(?<![\w+/=\-])[A-Za-z0-9+/_\-]{8,}+={0,6}+(?![\w+/=\-])")
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]{8,}+={0,6}+")
 _TOKEN_HINT = re.compile(r"[0-9+/=]|[a-z][A-Z]")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _DIGIT = re.compile(r"[0-9]")
@@ -331,7 +334,21 @@ _STEPS: tuple[_Step, ...] = (
 
 
 def decode_payloads(text: str) -> Decoded | None:
-    """`text` with its readable encoded payloads decoded in place; None when it holds none."""
+    """`text` with its readable encoded payloads decoded in place; None when it holds none.
+
+    The jailbreak patterns and the prompt-attack classifier both ask about the same user text
+    (and a chat re-sends its turns): texts up to `CACHED_CHARS` are decoded once."""
+    if len(text) <= CACHED_CHARS:
+        return _decode_cached(text)
+    return _decode(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _decode_cached(text: str) -> Decoded | None:
+    return _decode(text)
+
+
+def _decode(text: str) -> Decoded | None:
     found: list[tuple[str, str]] = []
     current = text
     for _ in range(MAX_DEPTH):
