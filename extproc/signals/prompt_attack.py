@@ -50,7 +50,6 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
-from extproc.detectors.encoded import decode_payloads
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
 from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
@@ -65,6 +64,7 @@ from extproc.signals.base import (
     SignalUnavailable,
     TextSignalSpec,
 )
+from extproc.signals.classifier_views import text_views
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +97,7 @@ class ClassifierSpec(TextSignalSpec):
     precision: Literal["fp32", "bf16"] = "fp32"  # checkpoints only
     batch: bool = True  # checkpoints only: several texts in one padded batch
     decode_payloads: bool = True  # builtin only: encoded payloads are judged by what they decode to
+    strip_retractions: bool = True  # builtin only: "ignore my last message" is the user's own, not an override
 
     @property
     def builtin(self) -> bool:
@@ -129,7 +130,7 @@ class ClassifierSpec(TextSignalSpec):
             if self.stage == "lexical":
                 names = [*outputs, *(f"{n}{UNSURE_SUFFIX}" for n in outputs)]
         else:
-            for field in ("stage", "decode_payloads"):
+            for field in ("stage", "decode_payloads", "strip_retractions"):
                 if field in self.model_fields_set:
                     raise ValueError(f"{field} applies to {BUILTIN_PROMPT_ATTACK} only")
             names = list(dict.fromkeys(self.labels.values())) if self.labels else None
@@ -402,30 +403,25 @@ class PromptAttackSignal(ClassifierSignal):
         return list(dict.fromkeys(self.names))
 
     def judged_texts(self, request: RoutingRequest, model: PromptAttackModel) -> list[Text]:
-        """`select_texts`, where a text carrying readable encoded payloads (base64, hex, Morse,
-        ROT13: `extproc.detectors.encoded`) is judged by what they say. The n-grams read encoded
-        characters as an attack whatever they spell ("what does this base64 say? <a greeting>"
-        was refused): when the lexical stage clears every payload alone (below each output's
-        `low`), the decoded text replaces the text as sent; otherwise both are judged."""
+        """`select_texts`, each text judged as what it means where its characters mislead the
+        n-grams (encoded payloads, a user taking back their own message: `classifier_views`)."""
         texts = select_texts(request, self.spec)
-        if not self.spec.decode_payloads:
+        if not (self.spec.decode_payloads or self.spec.strip_retractions):
             return texts
+        lows = [model.thresholds(o).low for o in self.outputs]
+
+        def cleared(text: str) -> bool:
+            return all(p < low for p, low in zip(model.lexical_scores(text), lows, strict=True))
+
         out: list[Text] = []
         for t in texts:
             views = self.views.get(t.text)
             if views is None:
-                views = (("", t.text),)
-                decoded = decode_payloads(t.text)
-                if decoded is not None:
-                    view = (f"({'+'.join(dict.fromkeys(decoded.kinds))} decoded)", decoded.text)
-                    lows = [model.thresholds(o).low for o in self.outputs]
-                    cleared = all(
-                        all(p < low for p, low in zip(model.lexical_scores(payload), lows, strict=True))
-                        for payload in decoded.payloads
-                    )
-                    views = (view,) if cleared else (*views, view)
+                views = text_views(
+                    t.text, cleared, decode=self.spec.decode_payloads, retractions=self.spec.strip_retractions
+                )
                 self.views.put(t.text, views)
-            out.extend(t if not suffix else Text(f"{t.where} {suffix}", text, t.cut) for suffix, text in views)
+            out.extend(Text(f"{t.where} {suffix}" if suffix else t.where, text, t.cut) for suffix, text in views)
         return out
 
     def attack_model(self) -> PromptAttackModel:

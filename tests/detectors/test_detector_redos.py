@@ -12,6 +12,7 @@ import pytest
 
 from extproc.detectors import find_jailbreak, find_pii, find_secrets
 from extproc.detectors.encoded import decode_payloads
+from extproc.detectors.retraction import strip_retractions
 
 N = 200_000
 ADVERSARIAL = {
@@ -55,6 +56,8 @@ ADVERSARIAL = {
     "ascii85_opens": "<~" * (N // 2),
     "rot13_words": "gur " * (N // 4) + ",",
     "letter_then_commas": "a" + "," * N,
+    "retractions": "ignore my " * (N // 10),
+    "retraction_words": "forget my last last last " * (N // 25),
 }
 
 
@@ -64,7 +67,8 @@ def test_adversarial_input_finishes(name: str) -> None:
 
     def run() -> int:
         decoded = decode_payloads(text)
-        return len(find_pii(text)) + len(find_secrets(text)) + len(find_jailbreak(text)) + (decoded is not None)
+        decoded_or_kept = decoded is not None or strip_retractions(text) is not None
+        return len(find_pii(text)) + len(find_secrets(text)) + len(find_jailbreak(text)) + decoded_or_kept
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(run)
