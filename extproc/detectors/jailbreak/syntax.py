@@ -1,0 +1,44 @@
+"""How a jailbreak rule is written: a category, a weight, the lead phrases it may start with (its
+anchors: their first words) and the rest of the pattern over the normal form, words separated by
+single spaces. Shared by `rules.py` and `rules_languages.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+JAILBREAK_CATEGORIES: tuple[str, ...] = ("instruction_override", "prompt_exfiltration", "roleplay_escape")
+
+
+def alternatives(phrases: Iterable[str]) -> str:
+    """One regex group of the phrases, longest first (so a longer phrase wins over its prefix)."""
+    escaped = (re.escape(p).replace("\\ ", " ") for p in phrases)
+    return "(?:" + "|".join(sorted(escaped, key=len, reverse=True)) + ")"
+
+
+def gap(n: int, exclude: tuple[str, ...] = ()) -> str:
+    """Up to `n` whole words, as few as possible, none of them in `exclude`."""
+    if exclude:
+        return f"(?:(?!{alternatives(exclude)} )[^ ]+ ){{0,{n}}}?"
+    return f"(?:[^ ]+ ){{0,{n}}}?"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    category: str
+    weight: float
+    anchors: frozenset[str]  # first words of the leads: where the rule may start
+    pattern: re.Pattern[str]
+
+
+def rule(category: str, weight: float, leads: Iterable[str], rest: str) -> Rule:
+    leads = tuple(leads)
+    # Words are separated by one space in the patterns as written; views may have several
+    # (ASCII punctuation becomes spaces one for one). No pattern can contain "+" otherwise.
+    pattern = (alternatives(leads) + rest).replace(" ", " +")
+    return Rule(category, weight, frozenset(lead.split(" ")[0] for lead in leads), re.compile(pattern))
+
+
+OVERRIDE, EXFIL, ROLEPLAY = JAILBREAK_CATEGORIES
