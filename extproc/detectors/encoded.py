@@ -12,8 +12,9 @@ letters for at least half of its non-space characters. Hashes, keys and binary b
 they are (their bytes are not text), so do numbers and ordinary words that happen to fit an
 alphabet. A token that decodes to another token (hex inside base64) is decoded once more, and
 a decoded text is searched again (`MAX_DEPTH` passes) for payloads it quotes.
-Every step is bounded: texts are scanned by precompiled patterns, at most `MAX_TRIES` candidate
-tokens are decoded per text, and ROT13 is tried only where its shifted common words appear.
+Every step is bounded: texts are scanned by precompiled patterns, at most `MAX_TRIES` candidates
+of each encoding are decoded per pass, and ROT13 is tried only where its shifted common words
+appear.
 """
 
 from __future__ import annotations
@@ -94,6 +95,11 @@ class Decoded:
     kinds: tuple[str, ...]  # the encodings found, outermost first ("base64", "hex")
     payloads: tuple[str, ...]  # each payload's decoded text
 
+    @property
+    def how(self) -> str:
+        """The encodings found, each once, for evidence: "base64+hex"."""
+        return "+".join(dict.fromkeys(self.kinds))
+
 
 def readable(text: str) -> bool:
     """Decoded bytes read as text: no control or unassigned characters, mostly letters, and not
@@ -115,12 +121,16 @@ def readable(text: str) -> bool:
     return letters >= MIN_LETTERS and letters * 2 >= visible and rare * 5 <= letters
 
 
-def _utf8(raw: bytes) -> str | None:
+def _strict_utf8(raw: bytes) -> str | None:
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    return text if readable(text) else None
+
+
+def _utf8(raw: bytes) -> str | None:
+    text = _strict_utf8(raw)
+    return text if text is not None and readable(text) else None
 
 
 def _hex_bytes(token: str) -> bytes | None:
@@ -174,11 +184,8 @@ def _from_token(token: str, nested: bool = True) -> tuple[str, str] | None:
         if alphabet is not None and not alphabet.fullmatch(token):
             continue
         raw = to_bytes(token)
-        if raw is None:
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
+        text = _strict_utf8(raw) if raw is not None else None
+        if text is None:
             continue
         if readable(text):
             return kind, text
@@ -271,11 +278,11 @@ def _rot13_runs(text: str, found: list[tuple[str, str]]) -> str:
         words = [w.lower() for w in _WORD.findall(run)]
         if len(words) < 2:
             return run
-        shifted = run.translate(_ROT13)
         # Words of one or two letters match by chance ("a", "y", "un"); only longer ones count.
         before = sum(len(w) > 2 and w in _ROT13_COMMON for w in words)
         after = sum(len(w) > 2 and w.translate(_ROT13) in _ROT13_COMMON for w in words)
         if after >= 2 and after * 8 >= len(words) and after > 2 * before:
+            shifted = run.translate(_ROT13)
             found.append(("rot13", shifted))
             return shifted
         return run

@@ -41,6 +41,6 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
     if decode:
         decoded = decode_payloads(base)
         if decoded is not None:
-            view = (_suffix([*notes, f"{'+'.join(dict.fromkeys(decoded.kinds))} decoded"]), decoded.text)
+            view = (_suffix([*notes, f"{decoded.how} decoded"]), decoded.text)
             views = (view,) if all(cleared(payload) for payload in decoded.payloads) else (*views, view)
     return views

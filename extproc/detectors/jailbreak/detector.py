@@ -82,9 +82,8 @@ def find_jailbreak(text: str, categories: Collection[str] | None = None) -> list
     if decoded is not None:
         hits, view = _scan(decoded.text, wanted)
         if hits:
-            how = "+".join(dict.fromkeys(decoded.kinds))
             return [
-                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} (decoded {how})")
+                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} (decoded {decoded.how})")
                 for f in _findings(decoded.text, view, hits, leet=False)
             ]
     return []
