@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from extproc.errors import NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, can_still_be_true, evaluate, leaves, value
+from extproc.policy.derived_eval import DerivedView
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
 from extproc.policy.schema import (
@@ -108,8 +109,15 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
     like a false one: `_choose` never picks it, so its signals are not run for nothing.
     """
     signals = policy.signals
+    derived = policy.derived
+    view = DerivedView(derived, signals, results, "pending") if derived else None
 
     def known_or_pending(leaf: Leaf) -> Tri | None:
+        if view is not None and leaf.signal in derived:
+            answer = view.leaf(leaf)
+            if answer.truth is Tri.UNKNOWN and (answer.pending or answer.waiting_on_timeout):
+                return None
+            return answer.truth
         # A timed-out signal counts as pending: `_choose` weighs what it might have said.
         result = results.get(leaf.signal)
         if result is None or result.status is SignalStatus.TIMEOUT:
@@ -120,6 +128,11 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
         pending: list[str] = []
 
         def value_of(leaf: Leaf, pending: list[str] = pending) -> Tri:
+            if view is not None and leaf.signal in derived:
+                # A score asks only for the inputs that could still change its answer.
+                answer = view.leaf(leaf)
+                pending.extend(name for name in answer.pending if name not in pending)
+                return answer.truth
             result = results.get(leaf.signal)
             if result is None:
                 if leaf.signal not in pending:
@@ -198,8 +211,12 @@ def _choose(
     """Every decision's value, by priority; the first true one wins, unless a timed-out signal
     left an earlier one undecided (fail-safe match, or shed)."""
     signals = policy.signals
+    derived = policy.derived
+    view = DerivedView(derived, signals, results, missing) if derived else None
 
     def value_of(leaf: Leaf) -> Tri:
+        if view is not None and leaf.signal in derived:
+            return view.leaf(leaf).truth
         result = results.get(leaf.signal)
         if result is None and missing == "unknown":
             return Tri.UNKNOWN
@@ -351,6 +368,17 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
                 continue
         return model
     return None
+
+
+def derived_results(
+    policy: CompiledPolicy, results: Mapping[str, SignalResult], *, missing: Literal["unknown", "on_error"] = "unknown"
+) -> dict[str, SignalResult]:
+    """Each derived signal's result over `results`, for the trace and the decision log: its value,
+    or the interval its inputs still allow, with every input's contribution."""
+    if not policy.derived:
+        return {}
+    view = DerivedView(policy.derived, policy.signals, results, missing)
+    return view.results_for(list(policy.derived))
 
 
 def decide_tool_call(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> ToolRule | None:

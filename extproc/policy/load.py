@@ -20,9 +20,11 @@ from pydantic import BaseModel, ValidationError
 
 from extproc.policy.capabilities import capability_findings
 from extproc.policy.conditions import Condition, ConditionError, Leaf, leaves, parse_condition
+from extproc.policy.derived_check import derived_findings, with_inputs
 from extproc.policy.reachability import contradictions, reachable, shadowing
 from extproc.policy.schema import Decision, DefaultDecision, ModelSpec, Policy, ToolRule
 from extproc.signals.base import BuildContext, Signal, SignalSpecBase
+from extproc.signals.derived import DerivedSignal
 from extproc.signals.registry import SignalCatalog, SignalType
 
 Path_ = tuple[str | int, ...]
@@ -78,6 +80,7 @@ class CompiledPolicy:
     tool_signals: dict[str, Signal] = field(default_factory=dict)  # the signals tool rules read
     aliases: frozenset[str] = frozenset()
     warnings: list[Diagnostic] = field(default_factory=list)
+    derived: dict[str, DerivedSignal] = field(default_factory=dict)  # computed by the engine, never dispatched
 
     @property
     def default(self) -> DefaultDecision:
@@ -407,6 +410,10 @@ class PolicyLoader:
                     self._model_reference((*path, "action", "models", m_index), name, models)
                 if len(set(action.models)) != len(action.models):
                     self.error((*path, "action", "models"), "a model is listed twice")
+        used = with_inputs(used, policy.signals)  # a derived signal's inputs run for it
+        if "signals" not in self._broken_sections:
+            for finding in derived_findings(policy.signals, self._broken_names["signals"]):
+                (self.error if finding.severity == "error" else self.warning)(finding.path, finding.message)
         for index, spec in enumerate(policy.signals):
             if spec.name not in used and not self._broken_names["decisions"] | self._broken_names["tool_rules"]:
                 self.warning(
@@ -506,7 +513,7 @@ class PolicyLoader:
     def build(
         self, policy: Policy, ctx: BuildContext, *, text: str = "", path: Path | None = None
     ) -> CompiledPolicy | None:
-        used = {leaf.signal for d in policy.decisions for leaf in leaves(d.when)}
+        used = with_inputs({leaf.signal for d in policy.decisions for leaf in leaves(d.when)}, policy.signals)
         for_tools = {leaf.signal for r in policy.tool_rules for leaf in leaves(r.when)}
         built: dict[str, Signal] = {}
         for index, spec in enumerate(policy.signals):
@@ -518,11 +525,12 @@ class PolicyLoader:
                 built[spec.name] = entry.signal.build(spec, ctx)
             except Exception as exc:
                 self.error(("signals", index), f"signal {spec.name!r} could not be built: {exc}")
-        signals = {name: signal for name, signal in built.items() if name in used}  # what requests run
+        derived = {n: s for n, s in built.items() if n in used and isinstance(s, DerivedSignal)}
+        signals = {n: s for n, s in built.items() if n in used and n not in derived}  # what requests run
         unchecked: dict[str, str] = {}
         for d_index, decision in enumerate(policy.decisions):
             for leaf in leaves(decision.when):
-                signal = signals.get(leaf.signal)
+                signal = signals.get(leaf.signal) or derived.get(leaf.signal)
                 if signal is None or leaf.label is None:
                     continue
                 known = signal.known_labels()
@@ -552,6 +560,7 @@ class PolicyLoader:
             tool_signals={name: signal for name, signal in built.items() if name in for_tools},
             aliases=frozenset(a.lower() for a in policy.aliases),
             warnings=[d for d in self.diagnostics if d.severity == "warning"],
+            derived=derived,
         )
 
 

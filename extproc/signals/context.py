@@ -27,6 +27,7 @@ class ContextSpec(SignalSpecBase):
 
 class ContextSignal(Signal):
     """Matches when the estimated prompt size lies in [min_tokens, max_tokens] (inclusive)."""
+
     spec: ContextSpec
 
     inline = True

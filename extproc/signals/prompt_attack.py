@@ -328,9 +328,7 @@ class AttackClassifierAdapter:
         return scores
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
-        return tuple(
-            float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True)
-        )
+        return tuple(float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True))
 
 
 def load_prompt_attack(directory: Path | None = None) -> AttackClassifierAdapter:
@@ -529,7 +527,12 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
                 # embedding stage may judge it (else the lexical stage's no stands).
                 row[unsure] = p if p < sure[name][i] and thresholds.head_reads(texts[i].text) else 0.0
         evaluation = summarize(
-            self.spec, [*names, *map(unsure_label, names)], probs, texts, limits, ["stage: lexical"],
+            self.spec,
+            [*names, *map(unsure_label, names)],
+            probs,
+            texts,
+            limits,
+            ["stage: lexical"],
             matching=self.spec.matching(names),
         )
         labels = dict(evaluation.labels)

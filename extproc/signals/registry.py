@@ -40,6 +40,11 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "classifier": ("extproc.signals.prompt_attack", "ClassifierSpec", "ClassifierSignal"),
     "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
     "complexity": ("extproc.signals.complexity", "ComplexitySpec", "ComplexitySignal"),
+    # Derived signals (computed by the engine from other signals' results) and their companions.
+    "score": ("extproc.signals.derived", "ScoreSpec", "ScoreSignal"),
+    "partition": ("extproc.signals.derived", "PartitionSpec", "PartitionSignal"),
+    "feature": ("extproc.signals.features", "FeatureSpec", "FeatureSignal"),
+    "kb": ("extproc.signals.kb", "KbSpec", "KbSignal"),
 }
 
 

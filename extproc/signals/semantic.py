@@ -149,15 +149,21 @@ class SemanticSignal(Signal):
         per_text = [self.label_scores(vecs[i : i + 1]) for i in range(len(texts))]
         labels: dict[str, float] = {}
         evidence: list[str] = []
+        nearest: tuple[float, str, float] = (-2.0, "", 0.0)  # the closest label, even below its threshold
         for label in self._labels:
             i_best = max(range(len(texts)), key=lambda i: per_text[i][label])
             score = per_text[i_best][label]
-            if score >= self.spec.thresholds.get(label, self.spec.threshold):
+            threshold = self.spec.thresholds.get(label, self.spec.threshold)
+            nearest = max(nearest, (score, label, threshold))
+            if score >= threshold:
                 labels[label] = score
-                evidence.append(f"{label}={score:.3f} ({texts[i_best][0]})")
-        return Evaluation(
-            matched=bool(labels), score=max(labels.values(), default=0.0), labels=labels, evidence=tuple(evidence)
-        )
+                evidence.append(f"{label}={score:.3f} >= {threshold:g} ({texts[i_best][0]})")
+        if not labels:
+            # No match: say how close it came, so a policy author can see what the threshold cut.
+            score, label, threshold = nearest
+            evidence.append(f"nearest {label}={score:.3f} < threshold {threshold:g}")
+            return Evaluation(matched=False, score=max(score, 0.0), evidence=tuple(evidence))
+        return Evaluation(matched=True, score=max(labels.values()), labels=labels, evidence=tuple(evidence))
 
 
 class SemanticImageSignal(SemanticSignal):

@@ -39,6 +39,7 @@ class StructureSpec(TextSignalSpec):
 
 class StructureSignal(Signal):
     """Matches when every condition that is set holds; the score is the fraction that hold."""
+
     spec: StructureSpec
 
     inline = True
