@@ -1193,7 +1193,7 @@ def test_category_cache_settings_go_on_the_category_decision(build_ctx: BuildCon
     loads(result, build_ctx)
 
 
-def test_a_user_message_count_becomes_a_structure_signal(build_ctx: BuildContext) -> None:
+def test_conversation_features_become_feature_signals(build_ctx: BuildContext) -> None:
     def conv(name: str, predicate: dict[str, Any], role: str = "user", kind: str = "count") -> dict[str, Any]:
         source = {"type": "message", "role": role}
         return {"name": name, "feature": {"type": kind, "source": source}, "predicate": predicate}
@@ -1202,9 +1202,14 @@ def test_a_user_message_count_becomes_a_structure_signal(build_ctx: BuildContext
         conv("two", {"gte": 2}),
         conv("more_than_two", {"gt": 2}),
         conv("at_most_two", {"lte": 2}),
-        conv("developer", {"gte": 1}, role="developer"),
-        conv("has_dev", {}, role="developer", kind="exists"),
-        conv("always", {"gte": 0}),
+        conv("system_turns", {"gte": 1}, role="system"),
+        {"name": "has_image", "feature": {"type": "exists", "source": {"type": "image_content"}}},
+        {
+            "name": "many_tools",
+            "feature": {"type": "count", "source": {"type": "tool_definition"}},
+            "predicate": {"gte": 3},
+        },
+        {"name": "odd", "feature": {"type": "entropy", "source": {"type": "message"}}},
     ]
     names = [r["name"] for r in rules]
     result = imported(
@@ -1213,17 +1218,16 @@ def test_a_user_message_count_becomes_a_structure_signal(build_ctx: BuildContext
             decisions=[dec(n, 10 - i, leaf("conversation", n), "a") for i, n in enumerate(names)],
         )
     )
-    assert signal(result, "two") == {"name": "two", "type": "structure", "turns_min": 2}
-    assert signal(result, "more_than_two")["turns_min"] == 3
-    assert find(result, "signals.conversation[0]", "mapped")[0].why.startswith("as structure signal (turns_min 2")
-    assert "only a lower bound" in find(result, "conversation[2].predicate", "unmapped")[0].why
-    assert "'count' of 'message' (developer)" in find(result, "conversation[3].feature", "unmapped")[0].why
-    assert find(result, "conversation[4].feature", "unmapped")
-    assert "holds for every request" in find(result, "conversation[5].predicate", "unmapped")[0].why
-    assert [d["name"] for d in result.policy["decisions"]] == ["two", "more_than_two"]
-    assert "conversation signal at_most_two was not carried over" in [
-        i.why for i in find(result, "decisions[2].rules", "unmapped")
-    ]
+    assert signal(result, "two") == {
+        "name": "two", "type": "feature", "measure": "count", "source": "messages", "roles": ["user"], "gte": 2.0
+    }  # fmt: skip
+    assert signal(result, "more_than_two")["gt"] == 2.0 and signal(result, "at_most_two")["lte"] == 2.0
+    assert signal(result, "system_turns")["roles"] == ["system"]
+    assert signal(result, "has_image")["source"] == "images" and signal(result, "has_image")["measure"] == "exists"
+    assert signal(result, "many_tools")["source"] == "tools"
+    assert find(result, "signals.conversation[0]", "mapped")[0].why.startswith("as feature signal (count of messages")
+    assert "no counterpart: feature 'entropy'" in find(result, "conversation[6].feature.type", "unmapped")[0].why
+    assert [d["name"] for d in result.policy["decisions"]] == names[:-1]
     loads(result, build_ctx)
 
 

@@ -9,12 +9,12 @@ from pydantic import ValidationError
 
 from extproc.policy.schema import CacheSpec, Plugins
 from extproc.signals.complexity import LEVELS
+from extproc.tools.vsr_import.projections import ProjectionMapper
 from extproc.tools.vsr_import.reading import VsrDecision, as_list, as_mapping, first_error
-from extproc.tools.vsr_import.signals import SignalMapper
 from extproc.tools.vsr_import.vocabulary import LEAF_KINDS, NEEDS_DOMAIN, NEEDS_ROUTE_REASONING, UNMAPPED_SIGNALS
 
 
-class DecisionMapper(SignalMapper):
+class DecisionMapper(ProjectionMapper):
     # -- decisions
     def _decisions(self, raw: Any, path: str) -> list[VsrDecision]:
         out: list[VsrDecision] = []
@@ -53,10 +53,11 @@ class DecisionMapper(SignalMapper):
         except (TypeError, ValueError):
             self.unmapped(item, f"{path}.priority", f"priority {d.get('priority')!r} is not an integer")
             return None
-        if d.get("tier"):
-            self.approx(
-                f"{item} tier", f"{path}.tier", "approximated: tiers are not carried; priority alone orders decisions"
-            )
+        if d.get("tier") is not None:
+            try:
+                self.tiers[vsr_name] = int(d["tier"])
+            except (TypeError, ValueError):
+                self.unmapped(f"{item} tier", f"{path}.tier", f"tier {d['tier']!r} is not an integer")
         rules = d.get("rules")
         when: dict[str, Any] | None
         if rules is None or (isinstance(rules, Mapping) and not rules.get("conditions") and "type" not in rules):
@@ -66,6 +67,12 @@ class DecisionMapper(SignalMapper):
             when = self._condition(rules, f"{path}.rules", True, notes)
             if when is None:
                 return None
+            if "const" in when:
+                if not when["const"]:
+                    self.unmapped(item, path, "its rule is always false here (it tests bands of a constant score)")
+                    return None
+                notes.append("its rule is always true here (it tests bands of a constant score): a catch-all")
+                when = None
             if notes:
                 self.approx(f"{item} rules", f"{path}.rules", "approximated: " + "; ".join(notes))
             else:
@@ -119,8 +126,18 @@ class DecisionMapper(SignalMapper):
             child = self._condition(
                 inner, f"{path}.conditions[0]" if len(children_raw) == 1 else path, not positive, notes
             )
+            if child is not None and "const" in child:
+                return {"const": not child["const"]}
             return None if child is None else {"not": child}
         children = [self._condition(c, f"{path}.conditions[{i}]", positive, notes) for i, c in enumerate(children_raw)]
+        constants = [c["const"] for c in children if c is not None and "const" in c]
+        if constants:  # fold constant branches: AND with a false one is false, OR with a true one true
+            absorbing = op == "OR"
+            if absorbing in constants:
+                return {"const": absorbing}
+            children = [c for c in children if c is None or "const" not in c]
+            if not children:
+                return {"const": not absorbing}
         kept = [c for c in children if c is not None]
         if len(kept) < len(children):
             # Dropping an unknown child is sound only where it can make the tree fire less, never more.
@@ -150,6 +167,8 @@ class DecisionMapper(SignalMapper):
             leaf = self.leaves.get((section, name))
             if leaf is not None:
                 return dict(leaf)
+            if (section, name) in self.constants:
+                return {"const": self.constants[(section, name)]}
             if section in UNMAPPED_SIGNALS:
                 why = self.leaf_missing.get((section, name), UNMAPPED_SIGNALS[section])
             else:
@@ -158,7 +177,10 @@ class DecisionMapper(SignalMapper):
         return None
 
     def _model_refs(self, d: Mapping[str, Any], path: str, item: str, needs_model: bool = True) -> list[str] | None:
-        refs = [r for r in as_list(d.get("modelRefs")) if isinstance(r, Mapping)]
+        refs: list[Mapping[str, Any]] = [r for r in as_list(d.get("modelRefs")) if isinstance(r, Mapping)]
+        if not refs and str(d.get("name")) in self.assignments:
+            refs = list(self.assignments[str(d["name"])])
+            self.mapped(f"{item} models", f"entrypoints.assignments.{d['name']}", "the entrypoint's assignment")
         models: list[str] = []
         reasoning: list[tuple[Any, Any]] = []
         for j, ref in enumerate(refs):

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from extproc.policy.load import PolicyLoader
 from extproc.signals.registry import SignalCatalog
+from extproc.tools.vsr_import.calibration import Embed, calibrate
 from extproc.tools.vsr_import.decisions import DecisionMapper
+from extproc.tools.vsr_import.layouts import prepare
 from extproc.tools.vsr_import.reading import (
     Capabilities,
     VsrDecision,
@@ -20,7 +23,7 @@ from extproc.tools.vsr_import.reading import (
     sanitize_name,
 )
 from extproc.tools.vsr_import.report import ImportResult
-from extproc.tools.vsr_import.vocabulary import CURRENT_TOP, FLAT_TOP, NO_COUNTERPART_TOP, UNMAPPED_SIGNALS
+from extproc.tools.vsr_import.vocabulary import CURRENT_TOP, FLAT_TOP, NO_COUNTERPART_TOP
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +68,13 @@ class Importer(DecisionMapper):
         routing = as_mapping(cfg.get("routing"))
         self._current_models(cfg, routing)
         self._current_signals(as_mapping(routing.get("signals")))
+        self._projections(as_mapping(routing.get("projections")), "routing.projections")
         self.fields(
             routing,
             "routing",
-            {"modelCards", "signals", "decisions", "strategy"},
+            {"modelCards", "signals", "decisions", "strategy", "projections"},
             {
                 "model_bindings": "no counterpart: classifier model bindings",
-                "projections": UNMAPPED_SIGNALS["projection"],
                 "candidate_requirements": "no counterpart: candidate requirements",
                 "data_policy": "no counterpart: data policy",
                 "fallback": "no counterpart: upstream retries are Envoy's (see envoy-config)",
@@ -149,6 +152,14 @@ class Importer(DecisionMapper):
     def _keep_used_signals(self, policy: dict[str, Any]) -> None:
         """The policy's signals: those a kept decision reads; each other one is reported and left out."""
         used = {leaf for d in policy["decisions"] for leaf in leaf_signals(d["when"])}
+        by_name = {spec["name"]: spec for spec in self.signals}
+        todo = list(used)
+        while todo:  # a score's or partition's inputs run for it
+            spec = by_name.get(todo.pop(), {})
+            for term in [*spec.get("inputs", []), *spec.get("members", [])]:
+                if term["signal"] not in used:
+                    used.add(term["signal"])
+                    todo.append(term["signal"])
         for spec in self.signals:
             if spec["name"] in used:
                 policy["signals"].append(spec)
@@ -198,9 +209,23 @@ class Importer(DecisionMapper):
         return {"name": name, "action": {"type": "route", "models": [model]}}
 
     def _prioritise(self, decisions: list[VsrDecision]) -> list[dict[str, Any]]:
-        """Our decisions in VSR's order (priority, then name), with unique priorities; guards right above."""
-        ranked = sorted(decisions, key=lambda d: (-d.priority, d.vsr_name))
-        ties = [p for p, n in Counter(d.priority for d in ranked).items() if n > 1]
+        """Our decisions in VSR's order (tier, then priority, then name), with unique priorities; guards right above.
+
+        VSR evaluates a lower tier before a higher one whatever their priorities: that is an order, which our
+        unique priorities express exactly (renumbered), so tiers need no construct of their own."""
+        tiers = self.tiers
+        ranked = sorted(decisions, key=lambda d: (tiers.get(d.vsr_name, 0), -d.priority, d.vsr_name))
+        if tiers:
+            by_priority = sorted(decisions, key=lambda d: (-d.priority, d.vsr_name))
+            differs = [d.vsr_name for d in ranked] != [d.vsr_name for d in by_priority]
+            self.mapped(
+                "decision tiers",
+                "decisions[].tier",
+                "as priority order: tier first, then priority"
+                + ("; this reorders decisions, so priorities are renumbered" if differs else " (the same order)"),
+            )
+        tied = Counter((tiers.get(d.vsr_name, 0), d.priority) for d in ranked)
+        ties = [p for (_, p), n in tied.items() if n > 1]
         for p in sorted(ties, reverse=True):
             names = [d.vsr_name for d in ranked if d.priority == p]
             self.approx(
@@ -234,6 +259,7 @@ class Importer(DecisionMapper):
                 )
             rows.append((d.vsr_name, {"when": d.when, **d.body}, d))
         keep = not ties and global_guard is None and all(not d.guards for d in ranked)
+        keep = keep and [d.vsr_name for d in ranked] == [d.vsr_name for d in sorted(ranked, key=lambda d: -d.priority)]
         out: list[dict[str, Any]] = []
         for rank, (vsr_name, body, source) in enumerate(rows):
             name = sanitize_name(vsr_name, self.decision_names, fallback="decision")
@@ -335,12 +361,34 @@ class Importer(DecisionMapper):
 
 
 def import_vsr(
-    config: Mapping[str, Any], *, capabilities: Capabilities | None = None, catalog: SignalCatalog | None = None
+    config: Mapping[str, Any],
+    *,
+    capabilities: Capabilities | None = None,
+    catalog: SignalCatalog | None = None,
+    recipe: str | None = None,
+    kb_dirs: Mapping[str, Path] | None = None,
+    base_dir: Path | None = None,
+    embed: Embed | None = None,
 ) -> ImportResult:
-    """The policy a VSR config describes, and a report item for every construct read."""
+    """The policy a VSR config describes, and a report item for every construct read.
+
+    `recipe`: which of a multi-recipe config's recipes (default: the first); `kb_dirs`: knowledge-base
+    folders by name (labels.json, taxonomy.json); `embed`: the text embedder, to calibrate embedding
+    thresholds VSR tuned to its own encoder from the recipe's own candidates (None: kept as written)."""
     if not isinstance(config, Mapping):
         raise VsrImportError("a VSR config must be a YAML mapping")
+    prepared = prepare(config, recipe)
     catalog = catalog or SignalCatalog()
     caps = capabilities or Capabilities.of_schema(catalog)
-    importer = Importer(config, caps, catalog)
-    return importer.run()
+    importer = Importer(prepared.config, caps, catalog)
+    importer.kb_dirs = dict(kb_dirs or {})
+    importer.base_dir = base_dir
+    importer.assignments = prepared.assignments
+    importer.items.extend(prepared.items)
+    result = importer.run()
+    if prepared.model_names:
+        aliases = result.policy.setdefault("aliases", [])
+        aliases.extend(n for n in prepared.model_names if n not in aliases)
+    if embed is not None:
+        calibrate(result, embed)
+    return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -73,6 +72,8 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     ),
     "preference": (frozenset({"description", "examples", "name", "threshold"}), {}),
     "conversation": (frozenset({"description", "feature", "name", "predicate"}), {}),
+    "structure": (frozenset({"description", "feature", "name", "predicate"}), {}),
+    "kb": (frozenset({"description", "kb", "match", "name", "target", "threshold"}), {}),
     "language": (frozenset({"description", "name", "threshold"}), {}),
     "context": (frozenset({"description", "max_tokens", "min_tokens", "name"}), {}),
     "jailbreak": (
@@ -297,35 +298,6 @@ class SignalMapper(ModelMapper):
             "from MiniLM, not VSR's preference scoring, and each preference fires on its own: re-tune the threshold",
         )
         return semantic_spec(raw["name"], examples, threshold, "max")
-
-    def _sig_conversation(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
-        """A count of user messages with a lower bound: our `structure` signal's turns_min (the request's user
-        messages, as VSR counts them); any other conversation feature has no counterpart."""
-        feature = as_mapping(raw.get("feature"))
-        source = as_mapping(feature.get("source"))
-        predicate = as_mapping(raw.get("predicate"))
-        kind = (str(feature.get("type", "")), str(source.get("type", "")), str(source.get("role", "")))
-        if tuple(k.lower() for k in kind) != ("count", "message", "user"):
-            self.unmapped(
-                item,
-                f"{path}.feature",
-                f"{UNMAPPED_SIGNALS['conversation']}; this one is {kind[0]!r} of {kind[1]!r} ({kind[2] or 'any role'})",
-            )
-            return None
-        bound = predicate.get("gte", predicate.get("gt"))
-        if set(predicate) not in ({"gte"}, {"gt"}) or isinstance(bound, bool) or not isinstance(bound, int | float):
-            self.unmapped(
-                item,
-                f"{path}.predicate",
-                f"no counterpart: predicate {dict(predicate)} (only a lower bound, gte or gt, maps to turns_min)",
-            )
-            return None
-        turns = math.ceil(bound) if "gte" in predicate else math.floor(bound) + 1
-        if turns < 1:
-            self.unmapped(item, f"{path}.predicate", f"not carried over: {dict(predicate)} holds for every request")
-            return None
-        self.mapped(item, path, f"as structure signal (turns_min {turns}: the request's user messages)")
-        return {"name": raw["name"], "type": "structure", "turns_min": turns}
 
     def _sig_language(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         code = re.split(r"[-_]", str(raw["name"]).strip().lower())[0]

@@ -42,6 +42,9 @@ class ImporterState:
         self.category_model: Mapping[str, Any] = {}
         self.reasoning_of_refs: list[tuple[Any, Any]] = []
         self.decision_paths: dict[str, str] = {}  # our decision name -> its VSR path
+        self.constants: dict[tuple[str, str], bool] = {}  # (section, VSR name) -> a leaf that never changes
+        self.tiers: dict[str, int] = {}  # VSR decision name -> its tier
+        self.assignments: dict[str, list[dict[str, Any]]] = {}  # VSR decision -> the entrypoint's model refs
 
     # -- reporting
     def mapped(self, item: str, path: str, why: str) -> None:

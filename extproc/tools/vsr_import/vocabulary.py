@@ -57,6 +57,9 @@ LEAF_KINDS: dict[str, str] = {
     "jailbreak": "jailbreak",
     "pii": "pii",
     "input_modality": "input_modality",
+    "structure": "structure",
+    "conversation": "conversation",
+    "kb": "kb",
 }
 # Signal sections we know VSR has and cannot carry.
 UNMAPPED_SIGNALS: dict[str, str] = {
@@ -136,9 +139,11 @@ SECTION_ITEM = {
     "input_modality": "input_modality",
     "preference": "preference",
     "conversation": "conversation",
+    "structure": "structure",
+    "kb": "kb",
 }
 # Sections of UNMAPPED_SIGNALS whose rules carry over in one form (the others are reported with its reason).
-PARTLY_MAPPED_SECTIONS = frozenset({"preference", "conversation"})
+PARTLY_MAPPED_SECTIONS = frozenset({"preference", "conversation", "structure", "kb"})
 NO_COUNTERPART_TOP = {
     # flat layout
     "bert_model": "no counterpart: the similarity model is ours (MiniLM), set in settings",
