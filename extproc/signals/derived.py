@@ -46,6 +46,9 @@ class ScoreInput(_Strict):
     value: ValueSource | None = None  # None: `label` when a label is named, else `match`
     label: str | None = None
     if_unknown: float | None = Field(default=None, ge=0.0, le=1.0)
+    # [ours, theirs]: put a similarity on the scale the weights were tuned for, mapping `ours` (this
+    # signal's threshold) to `theirs` and 1 to 1 (an imported score whose weights assume another encoder).
+    rescale: tuple[float, float] | None = None
 
     @property
     def source(self) -> ValueSource:
@@ -208,6 +211,16 @@ class Bounds:
 
 def input_value(term: ScoreInput, result: SignalResult) -> float:
     """The value (0..1 for every built-in signal) a known result gives one input."""
+    value = _raw_value(term, result)
+    if term.rescale is not None and value > 0.0 and term.source in ("confidence", "score", "label"):
+        ours, theirs = term.rescale
+        span = 1.0 - ours
+        value = theirs + (value - ours) * (1.0 - theirs) / span if span > 0 else theirs
+        value = min(max(value, 0.0), 1.0)
+    return value
+
+
+def _raw_value(term: ScoreInput, result: SignalResult) -> float:
     source = term.source
     if source == "label":
         return float(result.labels.get(term.label or "", 0.0))

@@ -57,10 +57,18 @@ def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
         return f"(?:{body})"
     if spec.regex:
         return rf"(?<!\w)(?:{body})(?!\w)"
-    # A literal keyword only needs a boundary on the sides that are word characters ("c++", ".net").
-    head = r"(?<!\w)" if (kw[0].isalnum() or kw[0] == "_") else ""
-    tail = r"(?!\w)" if (kw[-1].isalnum() or kw[-1] == "_") else ""
+    # A literal keyword only needs a boundary on the sides that are word characters ("c++", ".net"),
+    # and none beside a CJK character: those scripts write words without spaces ("请本地处理" holds "本地处理").
+    head = r"(?<!\w)" if _bounded(kw[0]) else ""
+    tail = r"(?!\w)" if _bounded(kw[-1]) else ""
     return f"{head}{body}{tail}"
+
+
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _bounded(ch: str) -> bool:
+    return (ch.isalnum() or ch == "_") and _CJK.match(ch) is None
 
 
 class KeywordSignal(Signal):

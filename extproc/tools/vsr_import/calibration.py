@@ -68,6 +68,8 @@ def calibrate(result: ImportResult, embed: Embed) -> None:
         threshold = round(best_threshold(positives, negatives), 3)
         before = spec.get("threshold")
         spec["threshold"] = threshold
+        if isinstance(before, int | float) and 0.0 < float(before) < 1.0:
+            _rescale_inputs(signals, spec["name"], threshold, float(before))
         result.items.append(
             ReportItem(
                 f"embedding threshold {spec['name']}",
@@ -78,3 +80,11 @@ def calibrate(result: ImportResult, embed: Embed) -> None:
                 f"{len(others)} other texts of the recipe (median {np.median(negatives):.2f})",
             )
         )
+
+
+def _rescale_inputs(signals: list[dict[str, Any]], name: str, ours: float, theirs: float) -> None:
+    """Scores reading this signal's similarity get it on VSR's scale: our threshold maps to VSR's."""
+    for spec in signals:
+        for term in [*spec.get("inputs", []), *spec.get("members", [])]:
+            if term.get("signal") == name and term.get("value") in ("confidence", "score"):
+                term["rescale"] = [ours, theirs]

@@ -145,7 +145,10 @@ class ProjectionMapper(SignalMapper):
         if label is not None or leaf.get("label") is not None:
             term["label"] = label if label is not None else leaf["label"]
         source = str(raw.get("value_source", "")).lower()
-        if source in ("confidence", "score"):
+        if source in ("confidence", "score") and section == "keywords":
+            # VSR's keyword confidence is 1 for a match; ours is the share of the keywords found.
+            term["value"] = "match"
+        elif source in ("confidence", "score"):
             term["value"] = source
         elif label is not None:
             term["value"] = "match"

@@ -233,11 +233,9 @@ class SignalMapper(ModelMapper):
             spec.update(regex=True, whole_word=False)
             notes.append("regular expressions (Go RE2 syntax read as Python `re`)")
         else:
-            han = [bool(HAN_RE.search(k)) for k in keywords]
-            if all(han):
+            # Chinese keywords match inside Chinese text: the keyword signal puts no boundary beside CJK.
+            if all(HAN_RE.search(k) for k in keywords):
                 spec["whole_word"] = False
-            elif any(han):
-                notes.append("approx: keywords with Chinese characters now need word boundaries too")
             if method in ("bm25", "ngram", "fuzzy") or raw.get("fuzzy_match"):
                 notes.append(f"approx: {method or 'fuzzy'} matching as exact whole-word matching")
         why = f"as keyword signal (mode {mode}, case_sensitive {spec['case_sensitive']}"

@@ -1,0 +1,77 @@
+"""VSR's maintained recipes, imported with import-vsr and judged by VSR's own probes.
+
+The probes (each variant's `expected_decision`) go through the imported policy with real signals,
+in process, exactly as a client's request would: nothing here knows an answer. The floors are the
+figures the import reaches today; a change that loses probes fails here, and the report names them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from extproc.settings import Settings
+from extproc.tools.vsr_import import import_vsr
+from extproc.tools.vsr_import.probes import load_probes, score_recipe
+
+RECIPES = Path(__file__).parent / "vsr_recipes"
+# recipe -> probes that must be decided as VSR expects (of the total)
+FLOORS = {"privacy": 19}
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_recipe_probes_are_decided_as_vsr_expects(name: str) -> None:
+    folder = RECIPES / name
+    score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", Settings.load(None, environ={}))
+    misses = [f"{o.probe.variant}: expected {o.probe.expected}, got {o.decided}" for o in score.misses()]
+    assert score.error is None, score.error
+    assert score.passed >= FLOORS[name], f"{score.passed}/{score.total}; misses:\n" + "\n".join(misses)
+
+
+def test_probes_file_reads_every_variant_shape() -> None:
+    probes = load_probes(RECIPES / "privacy" / "probes.yaml")
+    assert len(probes) == 21
+    image = next(p for p in probes if p.variant == "private_image_understanding")
+    parts = image.body["messages"][0]["content"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+    tools = next(p for p in probes if p.variant == "filtered_tool_scope")
+    assert [t["function"]["name"] for t in tools.body["tools"]] == ["local_search", "send_to_cloud"]
+
+
+def test_the_privacy_recipe_imports_its_projections_and_assignments() -> None:
+    config = yaml.safe_load((RECIPES / "privacy" / "config.yaml").read_text(encoding="utf-8"))
+    result = import_vsr(config)
+    signals = {s["name"]: s for s in result.policy["signals"]}
+    band = signals["security_policy_band"]
+    assert band["type"] == "score" and [b["name"] for b in band["bands"]] == [
+        "policy_security_standard",
+        "policy_security_local_only",
+    ]
+    # keyword confidence is VSR's 1-for-a-match; the kb input without its knowledge base is left out
+    assert {"signal": "prompt_injection_markers", "weight": 0.48, "value": "match"} in band["inputs"]
+    assert signals["override_directive_dense"]["measure"] == "density"
+    decisions = {d["name"]: d for d in result.policy["decisions"]}
+    assert decisions["local_security_containment"]["action"]["models"] == ["local/private-qwen"]  # the assignment
+    # privacy_override_active reads a score with no carried input: a constant false band, folded away
+    assert decisions["cloud_frontier_reasoning"]["when"]["all"][-1] == {
+        "signal": "security_policy_band",
+        "label": "policy_security_standard",
+    }
+    assert "vllm-sr/auto" in result.policy["aliases"]
+    assert any("left out (counts as 0)" in i.why for i in result.items)
+
+
+def test_a_configmap_and_a_recipe_choice() -> None:
+    text = (RECIPES / "privacy" / "config.yaml").read_text(encoding="utf-8")
+    wrapped = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vsr"}, "data": {"config.yaml": text}}
+    result = import_vsr(wrapped)
+    assert any(i.item == "ConfigMap" and i.path == "data.config.yaml" for i in result.items)
+    assert len(result.policy["decisions"]) == 5
+    from extproc.tools.vsr_import import VsrImportError
+
+    with pytest.raises(VsrImportError, match="no recipe 'nope'"):
+        import_vsr(yaml.safe_load(text), recipe="nope")
+    with pytest.raises(VsrImportError, match="none of its data keys"):
+        import_vsr({"kind": "ConfigMap", "data": {"other": "a: 1"}})
