@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from extproc.models.domain_classifier import SUBJECTS
 from extproc.tools.vsr_import.reading import as_list, as_mapping
 from extproc.tools.vsr_import.signals import SignalMapper
 from extproc.tools.vsr_import.vocabulary import LEAF_KINDS
@@ -17,6 +18,7 @@ from extproc.tools.vsr_import.vocabulary import LEAF_KINDS
 # VSR feature source type -> our feature `source` (counts of request items).
 _ITEM_SOURCES = {"message": "messages", "image_content": "images", "tool_definition": "tools", "tools": "tools"}
 _PREDICATE_KEYS = ("gt", "gte", "lt", "lte", "eq")
+BUILTIN_SUBJECT_KB = "mmlu_kb"
 
 
 class ProjectionMapper(SignalMapper):
@@ -75,6 +77,10 @@ class ProjectionMapper(SignalMapper):
     def _sig_kb(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         kb_name = str(raw.get("kb", ""))
         folder = self._kb_folder(kb_name)
+        target = as_mapping(raw.get("target"))
+        if folder is None and kb_name == BUILTIN_SUBJECT_KB and str(target.get("value")) in SUBJECTS:
+            self._subject_kb(raw, path, item, str(target["value"]))
+            return None
         if folder is None:
             self.unmapped(
                 item,
@@ -85,7 +91,6 @@ class ProjectionMapper(SignalMapper):
             return None
         labels, groups = read_kb(folder)
         spec: dict[str, Any] = {"name": raw["name"], "type": "kb", "labels": labels, "groups": groups}
-        target = as_mapping(raw.get("target"))
         if target:
             spec["target"] = {"kind": str(target.get("kind", "label")), "value": str(target.get("value", ""))}
         match = str(raw.get("match", "best")).lower()
@@ -99,6 +104,23 @@ class ProjectionMapper(SignalMapper):
             "MiniLM, not VSR's embedding model",
         )
         return spec
+
+    def _subject_kb(self, raw: Mapping[str, Any], path: str, item: str, subject: str) -> None:
+        """VSR's built-in `mmlu_kb` groups exemplars by the 14 MMLU-Pro subjects: the subjects our shipped
+        domain classifier answers. Its `match: best` label is the classifier's top subject (one shared
+        signal, every rule a label of it)."""
+        name = BUILTIN_SUBJECT_KB
+        if name not in self.signal_names:
+            spec = {"name": name, "type": "domain", "threshold": 0.0}
+            if self._register(spec, path, f"built-in knowledge base {name}") is None:
+                return
+        self.leaves[("kb", str(raw["name"]))] = {"signal": name, "label": subject}
+        self.approx(
+            item,
+            path,
+            f"approximated as label {subject!r} of the domain signal {name} (top subject): VSR's built-in {name} "
+            "holds exemplars of the same 14 subjects our shipped domain classifier reads",
+        )
 
     def _kb_folder(self, name: str) -> Path | None:
         if name in self.kb_dirs:
