@@ -19,16 +19,17 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from extproc.policy.capabilities import capability_findings
-from extproc.policy.conditions import Condition, ConditionError, Leaf, leaves, parse_condition
+from extproc.policy.conditions import All, Any_, Condition, ConditionError, Leaf, Not, leaves, parse_condition
 from extproc.policy.derived_check import derived_findings, with_inputs
 from extproc.policy.reachability import contradictions, reachable, shadowing
 from extproc.policy.schema import Decision, DefaultDecision, ModelSpec, Policy, ToolRule
+from extproc.policy.yaml_lines import YAML_LOADER as _YAML_LOADER
+from extproc.policy.yaml_lines import YamlLines as _Lines
 from extproc.signals.base import BuildContext, Signal, SignalSpecBase
 from extproc.signals.derived import DerivedSignal
 from extproc.signals.registry import SignalCatalog, SignalType
 
 Path_ = tuple[str | int, ...]
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: ~10x faster
 Severity = Literal["error", "warning", "note"]  # a note: a check that could not run, and why
 # Top-level lists whose broken items are set aside so the rest of the policy is still checked.
 _ITEM_SECTIONS = ("models", "signals", "decisions", "tool_rules")
@@ -100,37 +101,6 @@ def format_loc(loc: Iterable[str | int]) -> str:
     return out
 
 
-class _Lines:
-    """Line numbers of every mapping key / list item in a YAML document, by path."""
-
-    def __init__(self, text: str) -> None:
-        self.lines: dict[Path_, int] = {}
-        try:
-            root = yaml.compose(text, Loader=_YAML_LOADER)
-        except yaml.YAMLError:
-            return
-        if root is not None:
-            self._walk(root, ())
-
-    def _walk(self, node: yaml.Node, path: Path_) -> None:
-        self.lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = (*path, str(key.value))
-                self.lines[sub] = key.start_mark.line + 1
-                self._walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                self._walk(item, (*path, index))
-
-    def find(self, path: Path_) -> int | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return self.lines.get(())
-
-
 def _cond_path(text: str) -> Path_:
     """'all[1].not[0]' -> ('all', 1, 'not', 0); a rule that is one leaf ('when') -> ()"""
     if text == "when":
@@ -159,6 +129,7 @@ class PolicyLoader:
         self._kept: dict[str, list[int]] = {}
         self._broken_names: dict[str, set[str]] = {s: set() for s in _ITEM_SECTIONS}
         self._broken_sections: set[str] = set()
+        self._set_aside_rules: list[tuple[str, int, Condition]] = []
 
     # -- diagnostics ------------------------------------------------------------------
     def error(self, path: Path_, message: str) -> None:
@@ -288,6 +259,8 @@ class PolicyLoader:
         elif hasattr(item, "name"):
             self._broken_names[section].add(str(item.name))
         kept = self._kept.get(section, list(range(len(items))))
+        if isinstance(item, dict) and isinstance(item.get("when"), Leaf | All | Any_ | Not):
+            self._set_aside_rules.append((section, kept[index], item["when"]))  # its references are still checked
         del items[index]
         del kept[index]
         self._kept[section] = kept
@@ -339,6 +312,7 @@ class PolicyLoader:
             return None
         if entry is None:
             self.error((*path, "type"), did_you_mean(type_name, self.catalog.names(), "signal type"))
+            self._fields_of_likely_type(item, path, type_name)
             return None
         try:
             return entry.spec.model_validate(item)
@@ -346,6 +320,19 @@ class PolicyLoader:
             for err in exc.errors():
                 self.error((*path, *err["loc"]), _pydantic_message(err, list(entry.spec.model_fields)))
         return None
+
+    def _fields_of_likely_type(self, item: dict[str, Any], path: Path_, type_name: str) -> None:
+        """The unknown fields of a signal whose type is misspelt, checked against the type it most likely
+        means, so that fixing the type does not reveal a second error."""
+        close = difflib.get_close_matches(type_name, self.catalog.names(), n=1, cutoff=0.6)
+        entry = self.catalog.get(close[0]) if close else None
+        if entry is None:
+            return
+        fields = list(entry.spec.model_fields)
+        for key in item:
+            if key not in fields:
+                hint = did_you_mean(str(key), fields, "field").removeprefix("unknown field ")
+                self.error((*path, str(key)), f"unknown field of a {close[0]!r} signal {hint}")
 
     def _parse_decisions(self, raw: Any, section: str = "decisions") -> Any:
         if not isinstance(raw, list):
@@ -400,6 +387,15 @@ class PolicyLoader:
                         (section, r_index, "when", *_cond_path(leaf.path)),
                         did_you_mean(leaf.signal, signal_specs, "signal"),
                     )
+        for section, index, when in self._set_aside_rules:  # a rule set aside for another error: its leaves too
+            for leaf in leaves(when):
+                used.add(leaf.signal)
+                if leaf.signal not in signal_specs and self._checkable_signal(leaf.signal):
+                    message = did_you_mean(leaf.signal, signal_specs, "signal")
+                    self.diagnostics.append(
+                        Diagnostic("error", format_loc((section, index, "when", *_cond_path(leaf.path))), message,
+                                   self.file, self.lines.find((section, index, "when")))
+                    )  # fmt: skip
         self._duplicates("mcp", [m.name for m in policy.mcp.servers], "MCP server name")
         holders: list[Decision | DefaultDecision] = [*policy.decisions, policy.default]
         for d_index, action_holder in enumerate(holders):
