@@ -230,7 +230,9 @@ class Metrics:
         yield image_bytes
 
         reloads = CounterMetricFamily(
-            "vsr_policy_reloads", "Policy reloads by result (success, failure, unchanged)", labels=["result"]
+            "vsr_policy_reloads",
+            "Policy reloads by result (success, failure, unchanged, envoy_stale)",
+            labels=["result"],
         )
         last = GaugeMetricFamily(
             "vsr_policy_last_reload_timestamp_seconds", "Unix time of the last reload, by result", labels=["result"]

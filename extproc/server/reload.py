@@ -7,7 +7,12 @@ in a worker thread, off the event loop, before anything changes. Then, on the lo
   logged and `vsr_policy_reloads_total{result="failure"}` counts it;
 - the same content as the active policy: nothing changes (`result="unchanged"`);
 - valid and different: `Router.swap` makes it active for new requests; requests already
-  in flight finish on the policy they started with (`Router.route` takes it once).
+  in flight finish on the policy they started with (`Router.route` takes it once);
+- valid and different in what the rendered Envoy config reads (clusters, the session header,
+  headers decisions set: `extproc.policy.envoy_facts`): applied as well, but the result is
+  `envoy_stale`, a warning names what changed and that `extproc envoy-config` must render
+  Envoy's config again, and the metric counts it apart: until then Envoy does not pass the new
+  session header, route to the new cluster, ...
 
 Reloads never overlap: a SIGHUP arriving during one waits for it. Polling (no inotify
 dependency) reads the file only when its mtime or size changed, and reloads only when its
@@ -26,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from extproc.policy.envoy_facts import envoy_changes
 from extproc.policy.load import CompiledPolicy, PolicyError, policy_version
 
 if TYPE_CHECKING:
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("extproc.server.reload")
 
-ReloadOutcome = Literal["success", "failure", "unchanged"]
+ReloadOutcome = Literal["success", "failure", "unchanged", "envoy_stale"]
 
 
 @dataclass(slots=True)
@@ -47,6 +53,7 @@ class ReloadResult:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     unavailable_signals: dict[str, str] = field(default_factory=dict)  # name -> why, in the new policy
+    envoy_changes: list[str] = field(default_factory=list)  # what Envoy's rendered config lacks (envoy_stale)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,13 +172,15 @@ class PolicyReloader:
                     self.router.swap(policy)
                     if self.on_swap is not None:
                         self.on_swap(policy)
+                    changes = envoy_changes(previous.spec, policy.spec)
                     result = ReloadResult(
-                        "success",
+                        "envoy_stale" if changes else "success",
                         reason,
                         policy.version,
                         previous.version,
                         warnings=warnings,
                         unavailable_signals=unavailable,
+                        envoy_changes=changes,
                     )
             result.duration_s = round(time.perf_counter() - started, 4)
             self._record(result)
@@ -192,6 +201,14 @@ class PolicyReloader:
             log.error(
                 "policy reload refused; the last good policy keeps serving:\n%s",
                 "\n".join(result.errors),
+                extra=extra,
+            )
+        elif result.result == "envoy_stale":
+            extra["envoy_changes"] = result.envoy_changes
+            log.warning(
+                "policy reloaded, but Envoy's config was rendered for the previous policy: render it again "
+                "(`extproc envoy-config`) and reload Envoy; until then these changes do not take effect: %s",
+                "; ".join(result.envoy_changes),
                 extra=extra,
             )
         elif result.result == "success":

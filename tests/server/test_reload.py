@@ -114,3 +114,27 @@ async def test_watcher_reloads_on_content_change_and_ignores_touch(router: Route
         assert (await router.route(chat("a poem"))).decision == "poetry"
     finally:
         await reloader.stop()
+
+
+async def test_a_reload_that_needs_a_new_envoy_config_says_so(
+    router: Router, policy_file: Path, caplog: object
+) -> None:
+    import logging
+
+    import pytest
+
+    assert isinstance(caplog, pytest.LogCaptureFixture)
+    counted: list[str] = []
+    reloader = PolicyReloader(router, policy_file, on_result=lambda r: counted.append(r.result))
+    base = policy_file.read_text()
+    # the policy is applied, but Envoy (rendered at start) does not pass the new session header
+    policy_file.write_text(base + "\nconversations: {session_header: x-session-id}\n")
+    with caplog.at_level(logging.WARNING, logger="extproc.server.reload"):
+        result = await reloader.reload("test")
+    assert result.result == "envoy_stale" and router.policy.version == result.version
+    assert result.envoy_changes == ["session header: none -> x-session-id"]
+    assert any("extproc envoy-config" in r.getMessage() and "x-session-id" in r.getMessage() for r in caplog.records)
+    assert counted == ["envoy_stale"] and reloader.counts == {"envoy_stale": 1}
+    # a change Envoy does not read (a decision's rule) is a plain success
+    policy_file.write_text(CHANGED + "\nconversations: {session_header: x-session-id}\n")
+    assert (await reloader.reload("test")).result == "success"
