@@ -339,6 +339,11 @@ def test_vsr_family_names_become_ours() -> None:
         model_config={"m/a": {"preferred_endpoints": ["ep-a"], "reasoning_family": "gpt-oss"}, "m/b": {}},
     )
     assert next(m for m in imported(declared).policy["models"] if m["name"] == "m/a")["reasoning_family"] == "gpt_oss"
+    responses = flat(
+        reasoning_families={"qwen3-32b": {"type": "reasoning_effort", "parameter": "reasoning.effort"}},
+        model_config={"m/a": {"preferred_endpoints": ["ep-a"], "reasoning_family": "qwen3-32b"}, "m/b": {}},
+    )  # the Responses spelling of the effort field is the same family, not "none of ours"
+    assert next(m for m in imported(responses).policy["models"] if m["name"] == "m/a")["reasoning_family"] == "gpt_oss"
     unknown = imported(flat(model_config={"m/a": {"reasoning_family": "mystery"}, "m/b": {}}))
     assert all("reasoning_family" not in m for m in unknown.policy["models"])
     assert "unknown family 'mystery'" in find(unknown, "reasoning_family", "unmapped")[0].why

@@ -53,7 +53,13 @@ def calibrate(result: ImportResult, embed: Embed) -> None:
         return
     owners: list[tuple[str, str]] = [(s["name"], t) for s in signals for t in _texts_of(s)]
     unique = list(dict.fromkeys(t for _, t in owners))
-    vectors = embed(unique)
+    try:
+        vectors = embed(unique)
+    except Exception as exc:  # no encoder here: VSR's thresholds stay, and the report says so
+        result.items.append(
+            ReportItem("embedding thresholds", "(calibration)", "approximated", f"not calibrated: {exc}")
+        )
+        return
     row = {t: i for i, t in enumerate(unique)}
     for spec in semantic:
         own = list(dict.fromkeys(_texts_of(spec)))

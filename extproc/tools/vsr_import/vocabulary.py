@@ -33,6 +33,9 @@ REASONING_FAMILIES: dict[tuple[str, str], str] = {
     ("chat_template_kwargs", "enable_thinking"): "qwen3",
     ("chat_template_kwargs", "thinking"): "deepseek",
     ("reasoning_effort", "reasoning_effort"): "gpt_oss",
+    # The Responses API's spelling of the same field: our gpt_oss row writes reasoning_effort on Chat
+    # Completions and reasoning.effort on Responses, whichever API the request uses.
+    ("reasoning_effort", "reasoning.effort"): "gpt_oss",
 }
 # VSR family names used without a `reasoning_families` entry -> our built-in family.
 VSR_FAMILIES = {
