@@ -84,10 +84,13 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
             if s["labels"]:
                 labels = " ".join(f"{k}={v:.2f}" for k, v in s["labels"].items())
                 detail = f"{labels}  {detail}".strip()
+            derived = s["type"] in ("score", "partition")
             lines.append(
                 f"  {s['name']:<24} {s['type']:<13} {s['status']:<12} {s['score']:>6.2f} {s['latency_ms']:>8.3f}  "
-                f"{detail[:80]}"
+                f"{(s['evidence'][0] if derived and s['evidence'] else detail)[:80]}"
             )
+            if derived:  # every input's value, weight and contribution (or its range, not run)
+                lines += [f"  {'':<24}   {line}" for line in s["evidence"][1:]]
     decisions = data["trace"]["decisions"]
     if decisions:
         lines.append("")
