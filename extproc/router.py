@@ -10,7 +10,7 @@ from extproc.errors import RequestError
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
-from extproc.policy.engine import EngineResult, decide, derived_results, needed_signals
+from extproc.policy.engine import EngineResult, decide, needed_signals
 from extproc.policy.load import CompiledPolicy, load_policy
 from extproc.protocol.openai import api_for_path, parse_request
 from extproc.protocol.request import RoutingRequest
@@ -146,8 +146,8 @@ class Router:
         signalled = time.perf_counter()
         result = decide(policy, request, results, missing="unknown")
         skipped = [name for name in policy.signals if name not in results]
-        if policy.derived:
-            results = {**results, **derived_results(policy, results)}
+        if result.derived:
+            results = {**results, **result.derived}
         if skipped:
             result.notes.append(f"not needed, not run: {', '.join(skipped)}")
         done = time.perf_counter()

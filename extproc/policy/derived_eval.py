@@ -27,7 +27,6 @@ from extproc.signals.derived import (
     ScoreSignal,
     band_truth,
     input_value,
-    known_result,
 )
 
 Missing = Literal["pending", "unknown", "on_error"]
@@ -61,10 +60,10 @@ class DerivedView:
         if inner is not None:
             return self._derived_input(term, inner)
         result = self.results.get(term.signal)
-        if result is None and self.mode in ("pending", "unknown"):
-            return "pending", 0.0, 1.0  # not run (yet)
-        if known_result(result):
-            assert result is not None
+        if result is None:
+            if self.mode != "on_error":
+                return "pending", 0.0, 1.0  # not run (yet)
+        elif result.status is SignalStatus.MATCHED or result.status is SignalStatus.NOT_MATCHED:
             v = input_value(term, result)
             return "known", v, v
         # It could not run (or, replaying, never ran): the policy says what it counts as.

@@ -72,6 +72,8 @@ class EngineResult:
     # The route's reasoning setting and its model's families-table row (None: bodies untouched).
     reasoning: ReasoningSetting | None = None
     reasoning_family: ReasoningFamily | None = None
+    # Derived signals' results (scores, partitions) as the decision saw them, for the trace and the log.
+    derived: dict[str, SignalResult] = field(default_factory=dict)
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -167,9 +169,12 @@ def decide(
     if failure is not None:
         return failure
     choice = _choose(policy, results, missing)
-    if choice.overloaded is not None:
-        return _shed(policy, choice.overloaded, choice)
-    return _apply(policy, request, choice)
+    result = (
+        _shed(policy, choice.overloaded, choice) if choice.overloaded is not None else _apply(policy, request, choice)
+    )
+    if choice.view is not None:
+        result.derived = choice.view.results_for(list(policy.derived))
+    return result
 
 
 @dataclass(slots=True)
@@ -181,6 +186,7 @@ class _Choice:
     timed_out: set[str]
     fail_safe: bool = False
     overloaded: Decision | None = None  # the first decision left undecided by a timed-out signal
+    view: DerivedView | None = None  # the derived signals' values this walk used
 
 
 def _signal_failure(
@@ -227,7 +233,7 @@ def _choose(
     def overloaded_as_match(leaf: Leaf) -> Tri:
         return Tri.TRUE if leaf.signal in timed_out else value_of(leaf)
 
-    choice = _Choice(winner=None, trace=[], timed_out=timed_out)
+    choice = _Choice(winner=None, trace=[], timed_out=timed_out, view=view)
     for decision in policy.decisions:  # highest priority first
         value, blame = evaluate(decision.when, value_of)
         choice.trace.append(

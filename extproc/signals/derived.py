@@ -211,6 +211,8 @@ class Bounds:
 
 def input_value(term: ScoreInput, result: SignalResult) -> float:
     """The value (0..1 for every built-in signal) a known result gives one input."""
+    if term.label is None and term.value is None:  # the common case, a plain match: no more to read
+        return 1.0 if result.status is SignalStatus.MATCHED else 0.0
     value = _raw_value(term, result)
     if term.rescale is not None and value > 0.0 and term.source in ("confidence", "score", "label"):
         ours, theirs = term.rescale
