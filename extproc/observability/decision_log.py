@@ -206,7 +206,7 @@ class DecisionLog:
         """Remember a policy's signal definitions, for the `policy` records (call on load and swap)."""
         signals: dict[str, PolicySignalRecord] = {}
         for spec in policy.spec.signals:
-            signal = policy.signals.get(spec.name)
+            signal = policy.signals.get(spec.name) or policy.derived.get(spec.name)  # derived: computed, not run
             signals[spec.name] = {
                 "type": spec.type,
                 "spec_sha256": signal_spec_hash(spec),

@@ -62,6 +62,9 @@ async def test_the_band_decided_by_cheap_inputs_never_runs_the_expensive_one(
     # each input's contribution is in the evidence, the one not run as a range
     assert any("cheap_a: 1.000 x 0.5 = +0.500" in e for e in risk.evidence)
     assert any("costly: not run [+0.000, +0.400]" in e for e in risk.evidence)
+    # the outcome (what the decision log, the console and explain show) carries the same breakdown
+    logged = next(s for s in outcome.to_dict()["signals"] if s["name"] == "risk")
+    assert logged["labels"] == {"high": 1.0} and "cheap_b: 1.000 x 0.3 = +0.300" in logged["evidence"]
 
 
 async def test_an_undecided_band_runs_the_expensive_input(make_router: Callable[..., Router]) -> None:
