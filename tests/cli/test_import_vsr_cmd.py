@@ -124,3 +124,22 @@ def test_bad_input_gets_a_clear_error(
 def test_a_missing_file_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import-vsr", str(tmp_path / "nope.yaml")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+RECIPES = Path(__file__).resolve().parents[1] / "tools" / "vsr_recipes"
+
+
+def test_a_recipe_config_with_its_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "privacy.yaml"
+    config = RECIPES / "privacy" / "config.yaml"
+    assert main(["import-vsr", str(config), "--no-calibrate", "--recipe", "default", "-o", str(out)]) == 0
+    policy = yaml.safe_load(out.read_text())
+    assert {s["type"] for s in policy["signals"]} >= {"score", "feature", "keyword", "semantic"}
+    assert "vllm-sr/auto" in policy["aliases"]  # the recipe's entrypoint
+    # --no-calibrate: VSR's embedding threshold as written
+    assert next(s for s in policy["signals"] if s["name"] == "pii_request")["threshold"] == 0.82
+    capsys.readouterr()
+    assert main(["import-vsr", str(config), "--no-calibrate", "--recipe", "nope"]) == 2
+    assert "no recipe 'nope'; the recipes are ['default']" in capsys.readouterr().err
+    assert main(["import-vsr", str(config), "--kb", "privacy_kb"]) == 2
+    assert "--kb 'privacy_kb': expected NAME=DIR" in capsys.readouterr().err
