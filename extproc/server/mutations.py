@@ -171,8 +171,12 @@ def immediate(status: int, headers: Mapping[str, str], body: bytes, details: str
 
 
 def _details(text: str) -> str:
-    """Envoy puts `details` in its access log's response-code-details: one token, no spaces."""
-    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in text)[:64]
+    """Envoy puts `details` in its access log's response-code-details: one token, no spaces, and
+    always `vsr_`-prefixed, which is how Envoy's local-reply mappers tell our answers from its own."""
+    token = "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in text)
+    if not token.startswith(vsr.SERVER_DETAILS_PREFIX):
+        token = vsr.SERVER_DETAILS_PREFIX + (token or "answer")
+    return token[:64]
 
 
 def response_body(
