@@ -8,6 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from extproc.ops.paths import TRAINING_ONLY, in_repository
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -27,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
     if not (args.data / ("test.jsonl" if args.eval_only else "train.jsonl")).is_file():
         wanted = "test.jsonl" if args.eval_only else "train.jsonl"
         print(f"extproc train-classifier: no {wanted} in {args.data}", file=sys.stderr)
+        return 2
+    if not args.eval_only and not in_repository():
+        # The requests written for training (tools/attack_everyday_written.jsonl) are not in the
+        # wheel: training without them would silently write other weights.
+        print(f"extproc train-classifier: {TRAINING_ONLY}", file=sys.stderr)
         return 2
     argv = ["--data", str(args.data), "--threads", str(args.threads)]
     if args.out is not None:
