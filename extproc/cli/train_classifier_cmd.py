@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from extproc.ops.paths import TRAINING_ONLY, in_repository
+from extproc.tools.progress import heartbeat
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,4 +41,5 @@ def run(args: argparse.Namespace) -> int:
         argv += ["--out", str(args.out)]
     argv += ["--eval-only"] if args.eval_only else []
     argv += ["--json"] if args.json else []
-    return main(argv)
+    with heartbeat("extproc train-classifier"):  # on a terminal only
+        return main(argv)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from extproc.ops.paths import TRAINING_ONLY, in_repository
+from extproc.tools.progress import heartbeat
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,4 +45,5 @@ def run(args: argparse.Namespace) -> int:
     argv += ["--eval-only"] if args.eval_only else []
     argv += ["--no-baselines"] if args.no_baselines else []
     argv += ["--json"] if args.json else []
-    return main(argv)
+    with heartbeat("extproc train-domain"):  # on a terminal only
+        return main(argv)
