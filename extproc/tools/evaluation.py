@@ -326,15 +326,10 @@ async def run_case(router: Router, case: EvalCase, *, all_signals: bool = False)
 
 
 async def evaluate_cases(
-    router: Router,
-    cases: Sequence[EvalCase],
-    *,
-    all_signals: bool = False,
-    source: str | None = None,
+    router: Router, cases: Sequence[EvalCase], *, all_signals: bool = False, source: str | None = None,
     progress: Callable[[], None] | None = None,
 ) -> EvalReport:
-    """Run every case through `router` (one at a time) and build the report; `progress` is called
-    after each case."""
+    """Run every case through `router` (one at a time; `progress()` after each) and build the report."""
     report = EvalReport(
         policy_version=router.policy.version,
         policy_path=str(router.policy.path) if router.policy.path else None,
