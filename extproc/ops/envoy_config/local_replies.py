@@ -76,9 +76,15 @@ ENVOY_REPLIES: dict[int | None, tuple[str, str, str]] = {
 }
 
 
+# Envoy's own text follows ours ("upstream connect error or disconnect/reset before headers...",
+# "Payload Too Large"); it is empty where Envoy had none (the ext_proc server down or stalled).
+ENVOY_TEXT = "%LOCAL_REPLY_BODY%"
+
+
 def reply_body(api: ApiKind, status: int | None) -> dict[str, Any]:
     """The error JSON a client of `api` gets for Envoy's local reply with `status` (None: any other)."""
-    message, error_type, code = ENVOY_REPLIES.get(status, ENVOY_REPLIES[None])
+    ours, error_type, code = ENVOY_REPLIES.get(status, ENVOY_REPLIES[None])
+    message = f"{ours} {ENVOY_TEXT}"
     if api is ApiKind.MESSAGES:
         return anthropic.error_body(status or 500, message)
     return openai_error_body(message, error_type, code)
