@@ -17,6 +17,8 @@ import pytest
 from extproc.ops.stack import free_port, loopback_overrides, port_open
 from extproc.server.children import parent_death_signal_supported
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "policies" / "default.yaml"
 
