@@ -11,11 +11,12 @@ setup: $(STAMP)
 # torch first, pinned: the CPU build lies on the build machines' disk; an unpinned torch
 # (asked for by transformers) would pull a multi-GB CUDA build.
 # The C source too: an edited kernel is rebuilt by the editable install.
+# On a terminal pip shows what it fetches and builds, with progress bars; elsewhere (CI, logs) it is quiet.
 $(STAMP): pyproject.toml setup.py extproc/models/_lexical_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) torch==2.13.0
+	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) -e '.[test]'
 	touch $(STAMP)
 
 # The console's browser test drives Debian's Chromium (Playwright's own browser download cannot

@@ -32,7 +32,7 @@ levels without leaking; a leak shows as new high-water marks).
 `BUSY_MAX_S` at most) through the levels, as on a host whose cores another process keeps
 busy: the event loop runs late, and the server's deadline must still answer (a shed 429 or a
 fail-safe route) before Envoy's message timeout, whose margin over the deadline is sized for
-this (ops/envoy_config.py ANSWER_MARGIN_S). A 504 there is an error like any other 5xx.
+this (ops/envoy_config/options.py ANSWER_MARGIN_S). A 504 there is an error like any other 5xx.
 """
 
 from __future__ import annotations

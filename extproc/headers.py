@@ -69,3 +69,9 @@ REQUEST_ATTRIBUTES = (REQUEST_PATH, REQUEST_METHOD, REQUEST_ID_ATTRIBUTE)
 # (Envoy cannot send a header as an attribute; the ticket says whether the answer streams.)
 RESPONSE_CODE = "response.code"
 RESPONSE_ATTRIBUTES = (RESPONSE_CODE,)
+
+# -- immediate answers ----------------------------------------------------------------------------
+
+# Every immediate answer of the server carries response-code details starting with this; Envoy's
+# local-reply mappers rewrite only the local replies without it (Envoy's own) into the API's error JSON.
+SERVER_DETAILS_PREFIX = "vsr_"

@@ -78,7 +78,7 @@ class Router:
     ) -> RoutingOutcome:
         """The outcome for one request body. `received`: when its message arrived (time.monotonic());
         the request deadline counts from then, so the time the body waited and its parsing are
-        inside the deadline Envoy's message timeout is sized from (ops/envoy_config.py)."""
+        inside the deadline Envoy's message timeout is sized from (ops/envoy_config/options.py)."""
         started = time.perf_counter()
         deadline = (
             received if received is not None else time.monotonic()

@@ -201,7 +201,7 @@ class LimitSettings(_Section):
 class DispatchSettings(_Section):
     # Covers OCR (~0.6 s an image on 2 cores) queued behind other heavy signals, counted from the
     # message's arrival. Envoy's ext_proc message_timeout is rendered from it (plus a 2 s margin:
-    # ops/envoy_config.py ANSWER_MARGIN_S), so the server's overload answer comes first.
+    # ops/envoy_config/options.py ANSWER_MARGIN_S), so the server's overload answer comes first.
     request_deadline_ms: float = Field(default=4000.0, gt=0)
     # Set (> 0): the server measures how late its event loop runs, counts each request's deadline from
     # the message's arrival dated back by that lateness, and sheds unread (429 + Retry-After, code

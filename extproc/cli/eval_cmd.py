@@ -19,6 +19,7 @@ from pathlib import Path
 
 from extproc.cli.common import load_settings, router_or_report
 from extproc.tools.evaluation import EvalInputError, check_cases, evaluate_cases, load_cases, parse_gate
+from extproc.tools.progress import Progress
 
 
 def _gate(text: str) -> tuple[str, float]:
@@ -86,7 +87,15 @@ def run(args: argparse.Namespace) -> int:
             )
             return 2
         check_cases(cases, router, str(args.cases))
-        report = asyncio.run(evaluate_cases(router, cases, all_signals=args.all_signals, source=str(args.cases)))
+        progress = Progress("extproc eval", len(cases))  # on a terminal only
+        try:
+            report = asyncio.run(
+                evaluate_cases(
+                    router, cases, all_signals=args.all_signals, source=str(args.cases), progress=progress.advance
+                )
+            )
+        finally:
+            progress.close()
     except EvalInputError as exc:
         print(f"extproc eval: {exc}", file=sys.stderr)
         return 2

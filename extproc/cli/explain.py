@@ -1,5 +1,7 @@
-"""`extproc explain --policy P REQUEST.json...`: which signals fired, with what scores, and
-which decision won, without Envoy."""
+"""`extproc explain --policy P REQUEST.json...`: which signals fired, with what scores, which
+decision won, and exactly what the server would send Envoy for it (the rewritten body with any
+inserted system prompt, the headers, the decision metadata Envoy's routes copy onto the upstream
+request, or the immediate answer), without Envoy."""
 
 from __future__ import annotations
 
@@ -8,15 +10,25 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from extproc.cache.service import explained
 from extproc.cli.common import load_settings, router_or_report
 from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.outcome import RoutingOutcome
+from extproc.protocol.request import API_PATHS
 from extproc.router import Router
+from extproc.server import mutations
+from extproc.server.request_phase import RequestPhase
+from extproc.server.stream_state import RequestState
 from extproc.settings import Settings
+
+if TYPE_CHECKING:
+    from extproc.server.response_tools import ResponseTools
+    from extproc.server.stream_state import Backends
+
+BODY_SHOWN = 600  # characters of a rewritten body the table shows (--json prints it whole)
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,14 +72,45 @@ async def _explain_all(router: Router, args: argparse.Namespace, settings: Setti
             problem = outcome.error.message if outcome.error is not None else outcome.message
             print(f"{name}: not a valid request: {problem}", file=sys.stderr)
             status = 1
+        envoy = envoy_answer(router, outcome, args.path)
         if args.json:
-            print(json.dumps({"file": name, **outcome.to_dict()}, ensure_ascii=False))
+            print(json.dumps({"file": name, **outcome.to_dict(), "envoy": envoy}, ensure_ascii=False))
         else:
-            print(render_table(name, outcome))
+            print(render_table(name, outcome, envoy))
     return status
 
 
-def render_table(name: str, outcome: RoutingOutcome) -> str:
+def envoy_answer(router: Router, outcome: RoutingOutcome, path: str | None) -> dict[str, Any]:
+    """The server's answer to Envoy for this outcome (one-message flow, no cache or conversation
+    lookup), built by the servicer's own request phase and `server.mutations`."""
+    api = outcome.request.api if outcome.request is not None else None
+    api_path = path or next((p for p, kind in API_PATHS.items() if kind is api), "")
+    # An answer reads neither the backends nor the tool rules (those serve the lookups and MCP).
+    phase = RequestPhase(cast("Backends", None), cast("ResponseTools", None))
+    response = phase.answer(outcome, RequestState(path=api_path), bool(router.policy.tool_rules))
+    return mutations.describe(response)
+
+
+def _envoy_lines(envoy: dict[str, Any]) -> list[str]:
+    lines = ["", f"  to Envoy: {envoy['kind']}"]
+    if envoy["kind"] == "request_body":
+        lines[-1] += "  (its routes copy vsr.decision, vsr.model and vsr.headers onto the upstream request)"
+    if envoy["kind"] == "immediate_response":
+        lines.append(f"    status {envoy['status']}  (details {envoy['details']})")
+    for key, value in envoy.get("headers", envoy.get("set_headers", {})).items():
+        lines.append(f"    header  {key}: {value}")
+    for key in envoy.get("remove_headers", []):
+        lines.append(f"    remove  {key}")
+    for key, value in envoy.get("dynamic_metadata", {}).get("vsr", {}).items():
+        lines.append(f"    vsr.{key}: {json.dumps(value) if isinstance(value, dict) else value}")
+    body = envoy.get("body")
+    if body:
+        shown = body if len(body) <= BODY_SHOWN else body[:BODY_SHOWN] + f"... ({len(body)} chars; --json: all)"
+        lines.append(f"    body    {shown}")
+    return lines
+
+
+def render_table(name: str, outcome: RoutingOutcome, envoy: dict[str, Any] | None = None) -> str:
     data: dict[str, Any] = outcome.to_dict()
     lines = [f"== {name}"]
     target = (
@@ -114,4 +157,6 @@ def render_table(name: str, outcome: RoutingOutcome) -> str:
     for note in data["trace"]["notes"]:
         lines.append(f"  note: {note}")
     lines.append(f"  timings: {data['trace']['timings_ms']}")
+    if envoy is not None:
+        lines.extend(_envoy_lines(envoy))
     return "\n".join(lines) + "\n"

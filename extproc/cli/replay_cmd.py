@@ -17,7 +17,7 @@ from pathlib import Path
 
 from extproc.cli.common import load_settings, router_or_report
 from extproc.observability.decision_log import read_records
-from extproc.observability.replay import replay
+from extproc.tools.replay import replay
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

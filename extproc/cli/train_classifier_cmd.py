@@ -8,6 +8,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from extproc.ops.paths import TRAINING_ONLY, in_repository
+from extproc.tools.progress import heartbeat
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -28,9 +31,15 @@ def run(args: argparse.Namespace) -> int:
         wanted = "test.jsonl" if args.eval_only else "train.jsonl"
         print(f"extproc train-classifier: no {wanted} in {args.data}", file=sys.stderr)
         return 2
+    if not args.eval_only and not in_repository():
+        # The requests written for training (tools/attack_everyday_written.jsonl) are not in the
+        # wheel: training without them would silently write other weights.
+        print(f"extproc train-classifier: {TRAINING_ONLY}", file=sys.stderr)
+        return 2
     argv = ["--data", str(args.data), "--threads", str(args.threads)]
     if args.out is not None:
         argv += ["--out", str(args.out)]
     argv += ["--eval-only"] if args.eval_only else []
     argv += ["--json"] if args.json else []
-    return main(argv)
+    with heartbeat("extproc train-classifier"):  # on a terminal only
+        return main(argv)

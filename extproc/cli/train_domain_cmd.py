@@ -10,6 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from extproc.ops.paths import TRAINING_ONLY, in_repository
+from extproc.tools.progress import heartbeat
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("train-domain", help="train / evaluate the subject classifier", description=__doc__)
@@ -30,6 +33,11 @@ def run(args: argparse.Namespace) -> int:
     if not (args.data / wanted).is_file():
         print(f"extproc train-domain: no {wanted} in {args.data}", file=sys.stderr)
         return 2
+    if not args.eval_only and args.out is None and args.extra is None and not in_repository():
+        # The shipped weights were trained with the project's extra rows, which the wheel leaves out:
+        # training without them would silently write other weights over the shipped ones.
+        print(f"extproc train-domain: {TRAINING_ONLY}", file=sys.stderr)
+        return 2
     argv = ["--data", str(args.data), "--threads", str(args.threads)]
     for flag, value in (("--out", args.out), ("--extra", args.extra)):
         if value is not None:
@@ -37,4 +45,5 @@ def run(args: argparse.Namespace) -> int:
     argv += ["--eval-only"] if args.eval_only else []
     argv += ["--no-baselines"] if args.no_baselines else []
     argv += ["--json"] if args.json else []
-    return main(argv)
+    with heartbeat("extproc train-domain"):  # on a terminal only
+        return main(argv)

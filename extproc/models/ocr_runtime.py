@@ -244,7 +244,7 @@ def int8_detector(source: Path) -> Path | None:
     if source_hash != recorded or model_hash != shipped:
         logging.getLogger(__name__).warning(
             "int8 OCR detector %s was made from another detector than %s (sha256 %s, recorded %s); "
-            "detection runs in fp32 (re-run extproc/tools/quantize_ocr.py)",
+            "detection runs in fp32 (re-run extproc/testing/quantize_ocr.py)",
             INT8_DETECTOR.name, source.name, source_hash[:12], recorded[:12],
         )  # fmt: skip
         return None

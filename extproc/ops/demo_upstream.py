@@ -6,7 +6,9 @@ when `messages` is on, as the policy's model cards say with `api`: off, it answe
 an OpenAI-only server), `/v1/models`, `/health`. Every reply says who served
 it: the `x-demo-upstream` response header carries the cluster name, `x-demo-model` the
 model id the body asked for (after the router rewrote it), and the reply text repeats both
-with the routing decision Envoy forwarded.
+with the routing decision Envoy forwarded and the system prompt it received. What the request
+brought is said back whole in `x-demo-received-system` and `x-demo-received-headers`
+(`extproc.ops.demo_echo`: an inserted system prompt, the headers `set_headers` added).
 
 A request may script the assistant's reply instead: the `x-demo-reply` header carries
 base64url JSON (padding optional, see `encode_demo_reply`) of an assistant message,
@@ -41,6 +43,7 @@ from typing import Any
 
 from aiohttp import web
 
+from extproc.ops.demo_echo import echo_headers, short_system
 from extproc.web import AppServer, catch_all_app, route_path, serve_until
 
 log = logging.getLogger("extproc.ops.demo_upstream")
@@ -213,6 +216,7 @@ class DemoServer:
     async def start(self) -> None:
         for upstream in self.upstreams:
             app = catch_all_app(functools.partial(self._handle, upstream), MAX_BODY)
+            app.on_response_prepare.append(_add_echo)
             server = AppServer(app, upstream.host, upstream.port)
             await server.start()
             self._servers.append(server)
@@ -252,6 +256,7 @@ class DemoServer:
         except ValueError as exc:
             return self._json(upstream, 400, _error(f"invalid JSON body: {exc}"), "")
         model = str(payload.get("model") or "")
+        request[_ECHO] = echo_headers(payload, request.headers)
         if DEMO_ERROR_HEADER in request.headers:
             return await self._fail(upstream, request.headers[DEMO_ERROR_HEADER], payload, model, request)
         scripted = request.headers.get(DEMO_REPLY_HEADER)
@@ -263,7 +268,8 @@ class DemoServer:
         else:
             reply = _Reply(
                 f"[demo upstream cluster={upstream.cluster} model={model} "
-                f"decision={request.headers.get('x-vsr-decision', '-')} reasoning={reasoning_echo(payload)}] "
+                f"decision={request.headers.get('x-vsr-decision', '-')} system={short_system(payload)} "
+                f"reasoning={reasoning_echo(payload)}] "
                 f"you said: {_last_user_text(payload)}",
                 scripted=False,
             )
@@ -448,6 +454,14 @@ class DemoServer:
                 await asyncio.sleep(upstream.stream_delay_s)
         await response.write_eof()
         return response
+
+
+_ECHO = web.RequestKey("demo_echo", dict[str, str])
+
+
+async def _add_echo(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer to an inference request says what the request brought (JSON, streams, errors)."""
+    response.headers.update(request.get(_ECHO, {}))
 
 
 def _hang_up(request: web.Request) -> web.StreamResponse:

@@ -14,7 +14,13 @@ from extproc.settings import DEFAULT_POLICY
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 REPO_ROOT = PACKAGE_DIR.parent
 
-__all__ = ["DEFAULT_POLICY", "PACKAGE_DIR", "REPO_ROOT", "in_repository", "require_repository"]
+__all__ = ["DEFAULT_POLICY", "PACKAGE_DIR", "REPO_ROOT", "TRAINING_ONLY", "in_repository", "require_repository"]
+
+# Training rows written for the project stay in the repository (the wheel leaves them out).
+TRAINING_ONLY = (
+    "retraining needs a source checkout of the project: the wheel leaves its training rows out "
+    "(extproc/tools/*.jsonl, the domain weights' extra_train.jsonl). Run it from a clone."
+)
 
 
 def in_repository() -> bool:

@@ -3,7 +3,9 @@ server and Envoy, started in that order, each waited for, stopped in reverse.
 
 Children run in their own sessions, so a Ctrl-C reaches only this supervisor, which then
 stops Envoy first (no new requests), drains the server with SIGTERM, and stops the upstreams.
-If any child dies, everything is stopped and the supervisor exits non-zero.
+If any child dies, everything is stopped and the supervisor exits non-zero. A supervisor that
+ends without stopping them (SIGKILL, a crash) takes them along all the same: each child is
+sent SIGTERM by the kernel when its parent goes (`extproc.server.children`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from extproc.ops.envoy_config import (
     upstreams_from_policy,
 )
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
+from extproc.server.children import die_with_parent
 from extproc.settings import Settings
 
 _HANDED_OUT: set[int] = set()
@@ -110,6 +113,14 @@ class StackConfig:
 
 class StackError(RuntimeError):
     pass
+
+
+class _Interrupted(BaseException):
+    """A stop signal that arrived while the stack was starting."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 class Stack:
@@ -231,6 +242,9 @@ class Stack:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+        # The child leads a session of its own: whatever it started and left behind goes with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
         return proc.returncode
 
     def __enter__(self) -> Stack:
@@ -292,6 +306,7 @@ class Stack:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C reaches the supervisor only; it stops children in order
+            preexec_fn=die_with_parent(),  # ... and a supervisor that dies unasked takes them along
         )
         self.procs[name] = proc
         assert proc.stdout is not None
@@ -320,23 +335,30 @@ class Stack:
 
 
 def run_foreground(config: StackConfig) -> int:
-    """Start the stack, print how to use it, and keep it up until Ctrl-C or a child dies."""
+    """Start the stack, print how to use it, and keep it up until SIGINT / SIGTERM / SIGHUP or a
+    child dies. A signal while the stack starts abandons the start (which stops what had started)
+    rather than waiting for it; further signals while stopping are ignored, so the stop completes."""
     stop = threading.Event()
+    starting = True
 
     def on_signal(signum: int, frame: object) -> None:
+        first = not stop.is_set()
         stop.set()
+        if starting and first:
+            raise _Interrupted(signum)
 
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, on_signal)
     stack = Stack(config)
     try:
         stack.start()
     except StackError as exc:
         print(f"stack: {exc}", file=sys.stderr, flush=True)
         return 1
-    except KeyboardInterrupt:
-        stack.stop()
-        return 130
+    except _Interrupted as exc:
+        print(f"stack: {signal.Signals(exc.signum).name} while starting; stopped", file=sys.stderr, flush=True)
+        return 128 + exc.signum
+    starting = False
     url = stack.base_url
     admin_port = config.env.get("VSR_SERVER__ADMIN_PORT", os.environ.get("VSR_SERVER__ADMIN_PORT", "9190"))
     print(

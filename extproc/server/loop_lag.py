@@ -5,7 +5,7 @@ Envoy's ext_proc message timeout starts when Envoy sends the message; the server
 deadline starts when the servicer reads it. In between, the message waits its turn on the one
 event loop, behind whatever else is ready (other requests' parsing, OCR threads holding the
 GIL, another process on the host's cores). Under load that wait grows past the margin between
-the two (ops/envoy_config.py ANSWER_MARGIN_S) and Envoy answers 504 before the server's own
+the two (ops/envoy_config/options.py ANSWER_MARGIN_S) and Envoy answers 504 before the server's own
 overload answer (429, or a fail-safe route) could. A heartbeat that asks to wake every
 `interval_s` and notes how late it woke queues behind the same work, so its lateness estimates
 that wait; the servicer dates a message's arrival back by it, and the deadline then ends about

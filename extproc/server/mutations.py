@@ -27,7 +27,7 @@ from envoy.config.core.v3 import base_pb2
 from envoy.extensions.filters.http.ext_proc.v3 import processing_mode_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.type.v3 import http_status_pb2
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 
 from extproc import headers as vsr
 
@@ -171,8 +171,12 @@ def immediate(status: int, headers: Mapping[str, str], body: bytes, details: str
 
 
 def _details(text: str) -> str:
-    """Envoy puts `details` in its access log's response-code-details: one token, no spaces."""
-    return "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in text)[:64]
+    """Envoy puts `details` in its access log's response-code-details: one token, no spaces, and
+    always `vsr_`-prefixed, which is how Envoy's local-reply mappers tell our answers from its own."""
+    token = "".join(ch if ch.isalnum() or ch in "_-." else "_" for ch in text)
+    if not token.startswith(vsr.SERVER_DETAILS_PREFIX):
+        token = vsr.SERVER_DETAILS_PREFIX + (token or "answer")
+    return token[:64]
 
 
 def response_body(
@@ -249,3 +253,29 @@ def response_status_attribute(request: Any) -> int:
         return int(value.number_value)
     text = value.string_value
     return int(text) if text.isdigit() else 0
+
+
+def describe(response: ep.ProcessingResponse) -> dict[str, Any]:
+    """A ProcessingResponse as a reader wants it (`extproc explain`): the immediate answer, or the
+    phase's header and body mutations and the dynamic metadata, bodies as text."""
+    kind = response.WhichOneof("response")
+    if kind == "immediate_response":
+        answer = response.immediate_response
+        return {
+            "kind": kind,
+            "status": answer.status.code,
+            "headers": {o.header.key: header_value(o.header) for o in answer.headers.set_headers},
+            "body": answer.body.decode("utf-8", "replace"),
+            "details": answer.details,
+        }
+    common = getattr(response, kind).response if kind else ep.CommonResponse()
+    described: dict[str, Any] = {
+        "kind": kind,
+        "set_headers": {o.header.key: header_value(o.header) for o in common.header_mutation.set_headers},
+        "remove_headers": list(common.header_mutation.remove_headers),
+        "body": common.body_mutation.body.decode("utf-8", "replace") if common.HasField("body_mutation") else None,
+        "clear_route_cache": common.clear_route_cache,
+    }
+    if response.HasField("dynamic_metadata"):
+        described["dynamic_metadata"] = json_format.MessageToDict(response.dynamic_metadata)
+    return described

@@ -157,10 +157,24 @@ class RequestPhase:
         if observer is not None:
             extproc_ms = (time.perf_counter() - state.started) * 1000.0
             observer.outcome(outcome, request_id=state.request_id, path=state.path, body=body, extproc_ms=extproc_ms)
+        tool_rules = bool(router.policy.tool_rules)
+        return self.answer(outcome, state, tool_rules, lookup, conversation, at_headers=at_headers)
+
+    def answer(
+        self,
+        outcome: RoutingOutcome,
+        state: RequestState,
+        tool_rules: bool,
+        lookup: CacheLookup | None = None,
+        conversation: ConversationLookup | None = None,
+        *,
+        at_headers: bool = False,
+    ) -> Any:
+        """The one answer to Envoy for a decided request: a cache hit, the routed body with the
+        decision, or an immediate response (`extproc explain` shows it as the exact mutations)."""
         if lookup is not None and lookup.state == "hit":
             return self._cache_hit(outcome, state, lookup)
         if outcome.action == "route":
-            tool_rules = bool(router.policy.tool_rules)
             return self._route(outcome, state, tool_rules, lookup, conversation, at_headers=at_headers)
         self._log(state, outcome.action, outcome.status, outcome.decision)
         immediate = outcome.immediate_response()

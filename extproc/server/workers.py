@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
+from extproc.server.children import die_with_parent
 from extproc.settings import Settings
 
 log = logging.getLogger("extproc.workers")
@@ -52,7 +53,10 @@ class Supervisor:
         self.restarts: list[float] = []
 
     def start_worker(self, index: int) -> None:
-        self.workers[index] = subprocess.Popen(self.command, env=worker_env(self.settings, index))
+        # A supervisor killed outright (no handler runs) takes its workers along: they would hold the port.
+        self.workers[index] = subprocess.Popen(
+            self.command, env=worker_env(self.settings, index), preexec_fn=die_with_parent()
+        )
         log.info("worker started", extra={"worker": index, "pid": self.workers[index].pid})
 
     def signal_all(self, signum: int) -> None:

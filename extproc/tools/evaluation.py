@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -326,9 +326,10 @@ async def run_case(router: Router, case: EvalCase, *, all_signals: bool = False)
 
 
 async def evaluate_cases(
-    router: Router, cases: Sequence[EvalCase], *, all_signals: bool = False, source: str | None = None
+    router: Router, cases: Sequence[EvalCase], *, all_signals: bool = False, source: str | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> EvalReport:
-    """Run every case through `router` (one at a time) and build the report."""
+    """Run every case through `router` (one at a time; `progress()` after each) and build the report."""
     report = EvalReport(
         policy_version=router.policy.version,
         policy_path=str(router.policy.path) if router.policy.path else None,
@@ -337,6 +338,8 @@ async def evaluate_cases(
     )
     for case in cases:
         report.results.append(await run_case(router, case, all_signals=all_signals))
+        if progress is not None:
+            progress()
     return report
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,26 @@ def test_explain_reports_bad_input_without_crashing(tmp_path: Path, capsys: pyte
     (result,) = explain_json(capsys, bad, status=1)  # still explained, but the run failed
     assert result["action"] == "error" and result["status"] == 400
     assert result["error"]["code"] == "invalid_json"  # type: ignore[index]
+
+
+def test_explain_shows_exactly_what_goes_to_envoy(capsys: pytest.CaptureFixture[str]) -> None:
+    passport, jailbreak = explain_json(capsys, REQUESTS / "passport_text.json", REQUESTS / "jailbreak.json")
+    routed: dict[str, Any] = passport["envoy"]  # type: ignore[assignment]
+    assert routed["kind"] == "request_body"
+    sent = json.loads(routed["body"])
+    # The policy's system_prompt plugin, inserted before the client's own system message.
+    assert sent["messages"][0]["role"] == "system" and "identity document" in sent["messages"][0]["content"]
+    assert sent["model"] == passport["upstream_model"]
+    assert routed["set_headers"]["x-data-classification"] == "restricted"  # the plugin's set_headers
+    assert routed["set_headers"]["content-length"] == str(len(routed["body"].encode()))
+    decision = routed["dynamic_metadata"]["vsr"]
+    assert decision["cluster"] == passport["cluster"]
+    assert decision["headers"] == {"x-data-classification": "restricted"}
+    refused: dict[str, Any] = jailbreak["envoy"]  # type: ignore[assignment]
+    assert (refused["kind"], refused["status"], refused["details"]) == ("immediate_response", 403, "vsr_reject")
+    assert json.loads(refused["body"])["error"]["code"] == "jailbreak_detected"
+    assert refused["headers"]["x-vsr-decision"] == "jailbreak_block"
+
+    assert main(["explain", "--policy", str(DEFAULT), str(REQUESTS / "passport_text.json")]) == 0
+    table = capsys.readouterr().out
+    assert "to Envoy: request_body" in table and "header  x-data-classification: restricted" in table

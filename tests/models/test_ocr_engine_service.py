@@ -102,7 +102,7 @@ def test_noisy_scenes_are_the_same_whatever_drew_random_numbers_first() -> None:
     from PIL import Image
 
     from extproc.testing.ocr_scenes import car_photo, degrade, landscape_photo, passport_page, scanned_form
-    from extproc.tools.quantize_ocr import calibration_inputs
+    from extproc.testing.quantize_ocr import calibration_inputs
 
     def scenes() -> tuple[bytes, ...]:
         return (degrade(passport_page()), scanned_form(), landscape_photo().tobytes(), car_photo().tobytes())

@@ -129,7 +129,7 @@ def test_a_damaged_or_missing_int8_detector_falls_back_to_fp32(
 @pytest.mark.slow
 def test_the_quantize_tool_remakes_a_detector_that_routes_alike(tmp_path: Path, fp32: OcrService) -> None:
     pytest.importorskip("onnx")  # in the test extra; the router itself never needs it
-    from extproc.tools.quantize_ocr import main
+    from extproc.testing.quantize_ocr import main
 
     assert main(["--out", str(tmp_path)]) == 0
     made = tmp_path / ocr_runtime.INT8_DETECTOR.name

@@ -337,3 +337,45 @@ async def test_scripted_errors(demo: str) -> None:
         for bad in ("nope", "200", "500 loud", "429 text extra"):
             reply = await client.post("/v1/chat/completions", json=CHAT, headers={"x-demo-error": bad})
             assert reply.status_code == 400 and reply.json()["error"]["code"] == "bad_demo_error"
+
+
+async def test_it_says_back_the_system_prompt_and_headers_it_received(demo: str) -> None:
+    chat = {
+        "model": "m",
+        "messages": [
+            {"role": "system", "content": "Do not repeat document numbers."},
+            {"role": "user", "content": "hello"},
+        ],
+    }
+    headers = {
+        "x-data-classification": "restricted",
+        "authorization": "Bearer sk-secret",
+        "x-envoy-expected-rq-timeout-ms": "1",
+    }
+    async with httpx.AsyncClient(base_url=demo) as client:
+        reply = await client.post("/v1/chat/completions", json=chat, headers=headers)
+        streamed = await client.post("/v1/chat/completions", json={**chat, "stream": True}, headers=headers)
+        messages = await client.post(
+            "/v1/messages",
+            json={
+                "model": "m",
+                "max_tokens": 5,
+                "system": [{"type": "text", "text": "Be brief."}],
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+        )
+        responses = await client.post(
+            "/v1/responses", json={"model": "m", "instructions": "Answer in French.", "input": "hi"}
+        )
+        plain = await client.post("/v1/completions", json={"model": "m", "prompt": "once"})
+    for answer in (reply, streamed):
+        assert json.loads(answer.headers["x-demo-received-system"]) == "Do not repeat document numbers."
+        received = json.loads(answer.headers["x-demo-received-headers"])
+        assert received["x-data-classification"] == "restricted"
+        assert received["authorization"] == "<redacted>"  # a credential is never said back
+        assert not any(name.startswith(("x-envoy-", "host", "content-")) for name in received)
+    assert 'system="Do not repeat document numbers."' in reply.json()["choices"][0]["message"]["content"]
+    assert json.loads(messages.headers["x-demo-received-system"]) == "Be brief."
+    assert json.loads(responses.headers["x-demo-received-system"]) == "Answer in French."
+    assert json.loads(plain.headers["x-demo-received-system"]) is None
+    assert "system=-" in plain.json()["choices"][0]["text"]

@@ -19,8 +19,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extproc.settings",),
     ("extproc.models",),
     ("extproc.signals",),
-    # Test tooling (tiny checkpoints, OCR scenes and their routing view): only tests and bench/ import
-    # it, and the wheel leaves it out (pyproject.toml).
+    # Test tooling (tiny checkpoints, OCR scenes and their routing view, the OCR quantizer calibrated
+    # on those scenes): only tests, bench/ and weight makers import it; the wheel leaves it out.
     ("extproc.testing",),
     ("extproc.policy",),
     ("extproc.outcome",),

@@ -52,9 +52,28 @@ def test_the_wheel_carries_the_default_policy(installed: Path) -> None:
 
 
 def test_the_wheel_leaves_the_test_tooling_out(installed: Path) -> None:
-    # Tiny checkpoints and OCR scenes serve the tests, which import them from the source tree.
+    # Tiny checkpoints, OCR scenes and the OCR quantizer that calibrates on them serve the tests
+    # and the weights' makers, who run them from the source tree.
     assert not (installed / "extproc" / "testing").exists()
     assert (installed / "extproc" / "tools" / "__init__.py").is_file()
+
+
+def test_the_wheel_leaves_training_rows_and_offline_pieces_out(installed: Path) -> None:
+    package = installed / "extproc"
+    assert sorted(str(p.relative_to(package)) for p in package.rglob("*.jsonl")) == []
+    assert not (package / "observability" / "replay.py").exists()  # the CLI's: it lives in tools/
+    assert (package / "tools" / "replay.py").is_file()
+    # What the source tree holds and the wheel leaves out, so the check above checks something.
+    assert (REPO / "extproc" / "tools" / "attack_everyday_written.jsonl").is_file()
+    assert (REPO / "extproc" / "models" / "weights" / "domain_classifier" / "extra_train.jsonl").is_file()
+
+
+def test_retraining_from_the_wheel_says_it_needs_a_checkout(installed: Path, tmp_path: Path) -> None:
+    (tmp_path / "train.jsonl").write_text('{"text": "hello", "label": "benign"}\n', encoding="utf-8")
+    for command in ("train-classifier", "train-domain"):
+        refused = extproc(installed, tmp_path, command, "--data", str(tmp_path))
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "needs a source checkout" in refused.stderr
 
 
 def test_check_and_explain_run_from_elsewhere_without_a_policy_argument(installed: Path, tmp_path: Path) -> None:

@@ -76,3 +76,10 @@ def test_response_status_attribute_as_number_or_text() -> None:
     for value, status in ((200, 200), ("503", 503), ("x", 0)):
         request.attributes[vsr.ATTRIBUTES_NAMESPACE].update({vsr.RESPONSE_CODE: value})
         assert mutations.response_status_attribute(request) == status
+
+
+def test_every_immediate_answer_names_the_server_in_its_details() -> None:
+    # Envoy's local-reply mappers rewrite every local reply without the prefix as Envoy's own.
+    assert mutations.immediate(503, {}, b"{}", details="not_ready").immediate_response.details == "vsr_not_ready"
+    assert mutations.immediate(200, {}, b"{}").immediate_response.details == "vsr_answer"
+    assert mutations.immediate(403, {}, b"{}", details="vsr_reject").immediate_response.details == "vsr_reject"

@@ -30,7 +30,6 @@ from extproc.ops.envoy_config.filters import (
     ext_proc_filter,
     http_connection_manager,
     listener,
-    local_reply,
     tool_rules_filter,
     tracing_config,
 )
@@ -42,6 +41,7 @@ from extproc.ops.envoy_config.from_policy import (
     session_header_of,
     upstreams_from_policy,
 )
+from extproc.ops.envoy_config.local_replies import local_reply
 from extproc.ops.envoy_config.options import (
     ACCESS_LOG_FORMAT,
     ANSWER_MARGIN_S,

@@ -1,5 +1,5 @@
 """The HTTP side: the filters before the router (client header scrubbing, ext_proc and its cache
-store and tool-rules phases, the buffer), the local reply, tracing, the connection manager and
+store and tool-rules phases, the buffer), tracing, the connection manager and
 the listener that carries it."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from extproc import headers as vsr
 from extproc.headers import CACHE_CONTROL_KEY, REQUEST_ATTRIBUTES, RESPONSE_ATTRIBUTES, SESSION_KEY
 from extproc.headers import TENANT_PREFIX as TENANT_KEY_PREFIX
+from extproc.ops.envoy_config.local_replies import local_reply
 from extproc.ops.envoy_config.messages import duration, quiet_library_imports, socket_address, typed
 from extproc.ops.envoy_config.options import (
     ACCESS_LOG_FORMAT,
@@ -16,7 +17,6 @@ from extproc.ops.envoy_config.options import (
     CLIENT_NAMESPACE,
     DECISION_NAMESPACE,
     EXT_PROC_CLUSTER,
-    INFERENCE_PATH_REGEX,
     OTEL_COLLECTOR_CLUSTER,
     TOOL_RULES_FILTER,
     TRACE_CONTEXT_HEADERS,
@@ -27,14 +27,7 @@ from extproc.ops.envoy_config.options import (
 )
 
 with quiet_library_imports():
-    from envoy_data_plane.envoy.config.accesslog.v3 import (
-        AccessLog,
-        AccessLogFilter,
-        AndFilter,
-        HeaderFilter,
-        MetadataFilter,
-        ResponseFlagFilter,
-    )
+    from envoy_data_plane.envoy.config.accesslog.v3 import AccessLog
     from envoy_data_plane.envoy.config.common.mutation_rules.v3 import (
         HeaderMutation as HeaderMutationRule,
     )
@@ -48,12 +41,7 @@ with quiet_library_imports():
         SubstitutionFormatString,
     )
     from envoy_data_plane.envoy.config.listener.v3 import Filter, FilterChain, Listener
-    from envoy_data_plane.envoy.config.route.v3 import (
-        HeaderMatcher,
-        Route,
-        RouteConfiguration,
-        VirtualHost,
-    )
+    from envoy_data_plane.envoy.config.route.v3 import Route, RouteConfiguration, VirtualHost
     from envoy_data_plane.envoy.config.trace.v3 import OpenTelemetryConfig, TracingHttp
     from envoy_data_plane.envoy.extensions.access_loggers.stream.v3 import StdoutAccessLog
     from envoy_data_plane.envoy.extensions.filters.http.buffer.v3 import Buffer
@@ -84,18 +72,9 @@ with quiet_library_imports():
         HttpConnectionManagerPathWithEscapedSlashesAction,
         HttpConnectionManagerTracing,
         HttpFilter,
-        LocalReplyConfig,
-        ResponseMapper,
     )
-    from envoy_data_plane.envoy.type.matcher.v3 import (
-        MetadataMatcher,
-        MetadataMatcherPathSegment,
-        RegexMatcher,
-        StringMatcher,
-        ValueMatcher,
-    )
+    from envoy_data_plane.envoy.type.matcher.v3 import StringMatcher
     from envoy_data_plane.envoy.type.v3 import HttpStatus, Percent, StatusCode
-    from envoy_data_plane.google.protobuf import Struct
 
 
 def _ext_proc_service() -> GrpcService:
@@ -260,54 +239,6 @@ def tracing_config(tracing: EnvoyTracing) -> HttpConnectionManagerTracing:
                 )
             ),
         ),
-    )
-
-
-def local_reply() -> LocalReplyConfig:
-    """An OpenAI-style 400 for a POST to an inference path that carried no body to decide on."""
-    undecided = AccessLogFilter(
-        and_filter=AndFilter(
-            filters=[
-                AccessLogFilter(response_flag_filter=ResponseFlagFilter(flags=["UH"])),
-                AccessLogFilter(
-                    metadata_filter=MetadataFilter(
-                        matcher=MetadataMatcher(
-                            filter=DECISION_NAMESPACE,
-                            path=[MetadataMatcherPathSegment(key="cluster")],
-                            value=ValueMatcher(present_match=True),
-                            invert=True,
-                        ),
-                        match_if_key_not_found=True,
-                    )
-                ),
-                AccessLogFilter(
-                    header_filter=HeaderFilter(
-                        header=HeaderMatcher(
-                            name=":path",
-                            string_match=StringMatcher(safe_regex=RegexMatcher(regex=INFERENCE_PATH_REGEX)),
-                        )
-                    )
-                ),
-            ]
-        )
-    )
-    body = Struct.from_dict(
-        {
-            "error": {
-                "message": "An inference request needs a JSON body to route.",
-                "type": "invalid_request_error",
-                "code": "body_required",
-            }
-        }
-    )
-    return LocalReplyConfig(
-        mappers=[
-            ResponseMapper(
-                filter=undecided,
-                status_code=400,
-                body_format_override=SubstitutionFormatString(json_format=body),
-            )
-        ]
     )
 
 

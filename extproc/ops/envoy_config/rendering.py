@@ -22,7 +22,6 @@ from extproc.ops.envoy_config.filters import (
     ext_proc_filter,
     http_connection_manager,
     listener,
-    local_reply,
     tool_rules_filter,
     tracing_config,
 )
@@ -33,6 +32,7 @@ from extproc.ops.envoy_config.from_policy import (
     session_header_of,
     upstreams_from_policy,
 )
+from extproc.ops.envoy_config.local_replies import local_reply
 from extproc.ops.envoy_config.messages import quiet_library_imports, socket_address, typed
 from extproc.ops.envoy_config.options import (
     EnvoyOptions,
@@ -134,8 +134,11 @@ _COMMENTS: dict[str, str] = {
         "route after the decision; it also sets content-length to the rewritten body's."
     ),
     "local_reply_config": (
-        "A POST to an inference path that reached no decision (no body, so ext_proc was not called) is\n"
-        "routed to vsr_undecided, which has no hosts; that reply becomes this 400."
+        "Envoy's own answers on the inference paths in the path's API shape (Anthropic's error JSON on\n"
+        "/v1/messages, OpenAI's on the others): a body over the buffer limit (413), the ext_proc server\n"
+        "down (503) or stalled (504), a model cluster down. The server's answers (details vsr_*) pass as\n"
+        "they are. A POST that reached no decision (no body, so ext_proc was not called) is routed to\n"
+        "vsr_undecided, which has no hosts; that reply becomes a 400."
     ),
     "per_connection_buffer_limit_bytes": (
         "Envoy buffers the whole request body for the ext_proc body phase: size for 16 MB images\n"
@@ -216,7 +219,8 @@ def render(
             "Drop-in for an existing HTTP connection manager (one ext_proc message per request):\n"
             "- put the http_filters entries, in this order, before envoy.filters.http.router;\n"
             "- add the clusters to static_resources.clusters (or serve them over CDS);\n"
-            "- set the HTTP connection manager's local_reply_config as below (a body-less POST gets a 400);\n"
+            "- set the HTTP connection manager's local_reply_config as below (Envoy's own errors in the\n"
+            "  API's JSON shape; a body-less POST gets a 400);\n"
             "- route as below: per model cluster, the store-phase route (it also matches `vsr.observe`:\n"
             "  a cache ticket or a conversation to learn), then the plain one, both matching the\n"
             "  `vsr.cluster` dynamic metadata (shown for the first cluster), the undecided route, then\n"

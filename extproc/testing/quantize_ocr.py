@@ -1,6 +1,6 @@
 """Make the int8 copy of the OCR detector that `ocr.det_precision: int8` runs (offline; needs `onnx`).
 
-    .venv/bin/python -m extproc.tools.quantize_ocr [--out DIR]
+    .venv/bin/python -m extproc.testing.quantize_ocr [--out DIR]
 
 Static quantization with onnxruntime's own tooling, QDQ format: weights int8, symmetric, one
 scale per output channel (the wheel's opset-11 model is converted to opset 13 first, which
@@ -11,6 +11,9 @@ weights changed a document label on one corpus photo; per channel changed none. 
 the fp32 model, so a host whose kernels round differently may write slightly different scales:
 `tests/models/test_ocr_int8.py` checks the shipped file's routing labels, not its bytes.
 
+It lives with the test tooling because it calibrates on the rendered scenes, which the wheel
+leaves out: a source checkout runs it, an installed package only runs the int8 file it made.
+
 Beside the model it writes a JSON record with the source detector's sha256; the engine uses the
 int8 copy only while that matches the installed wheel's detector.
 """
@@ -18,6 +21,7 @@ int8 copy only while that matches the installed wheel's detector.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import tempfile
 from collections.abc import Iterator
@@ -25,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from extproc.models.ocr_runtime import INT8_DETECTOR, rapidocr_model_files
-from extproc.tools.training import file_sha256
 
 CALIBRATION_SIDES = (480, 736)  # short sides: documents near 736, photos downscaled
 
@@ -86,8 +89,8 @@ def quantize_detector(out: Path) -> dict[str, str]:
         )  # fmt: skip
     record = {
         "source": source.name,
-        "source_sha256": file_sha256(source),
-        "sha256": file_sha256(out),
+        "source_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
         "method": "onnxruntime quantize_static: QDQ, activations uint8 (asymmetric, MinMax), "
         "weights int8 per channel (symmetric); opset 11 -> 13 first",
         "calibration": "extproc/testing/ocr_scenes.py renders (not the OCR corpus): "

@@ -11,9 +11,9 @@ import pytest
 
 from extproc.cli import main
 from extproc.observability.decision_log import DecisionLog, read_records
-from extproc.observability.replay import replay, stub_request
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings, Settings
+from extproc.tools.replay import replay, stub_request
 from tests.conftest import CHANGED, POLICY, chat, image_chat
 
 REROUTED = POLICY.replace("action: {type: route, models: [vlm]}", "action: {type: route, models: [secure]}")
