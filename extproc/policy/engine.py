@@ -24,6 +24,7 @@ from extproc.policy.schema import (
     RouteAction,
     ToolRule,
 )
+from extproc.policy.selection import FleetView, Selected, select
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Signal, SignalResult, SignalStatus
 
@@ -71,6 +72,7 @@ class EngineResult:
     # The route's reasoning setting and its model's families-table row (None: bodies untouched).
     reasoning: ReasoningSetting | None = None
     reasoning_family: ReasoningFamily | None = None
+    selection: Selected | None = None  # which capable candidate, by which algorithm, and why
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -143,12 +145,14 @@ def decide(
     results: Mapping[str, SignalResult],
     *,
     missing: Literal["unknown", "on_error"] = "on_error",
+    fleet: FleetView | None = None,
 ) -> EngineResult:
     """The winning decision for `results`.
 
     `missing` says what a signal absent from `results` means: "unknown" when it was skipped
     because no decision needed it (the router's lazy dispatch), "on_error" when it should be
     treated as a failure of that signal (replaying a log under a policy with new signals).
+    `fleet`: what selection reads of the models' load, latency and cooldowns (None: order only).
     """
     failure = _signal_failure(policy, results, missing)
     if failure is not None:
@@ -156,7 +160,7 @@ def decide(
     choice = _choose(policy, results, missing)
     if choice.overloaded is not None:
         return _shed(policy, choice.overloaded, choice)
-    return _apply(policy, request, choice)
+    return _apply(policy, request, choice, fleet)
 
 
 @dataclass(slots=True)
@@ -251,7 +255,9 @@ def _shed(policy: CompiledPolicy, overloaded: Decision, choice: _Choice) -> Engi
     )
 
 
-def _apply(policy: CompiledPolicy, request: RoutingRequest, choice: _Choice) -> EngineResult:
+def _apply(
+    policy: CompiledPolicy, request: RoutingRequest, choice: _Choice, fleet: FleetView | None = None
+) -> EngineResult:
     """The chosen decision's action: reject, clarify, or route to its first capable model."""
     is_default = choice.winner is None
     chosen: Decision | DefaultDecision = choice.winner if choice.winner is not None else policy.default
@@ -269,7 +275,7 @@ def _apply(policy: CompiledPolicy, request: RoutingRequest, choice: _Choice) -> 
     if isinstance(action, ClarifyAction):
         result.action, result.message = "clarify", action.message
         return result
-    return _route(policy, request, chosen, action, is_default, result)
+    return _route(policy, request, chosen, action, is_default, result, fleet)
 
 
 def _route(
@@ -279,6 +285,7 @@ def _route(
     action: RouteAction,
     is_default: bool,
     result: EngineResult,
+    fleet: FleetView | None = None,
 ) -> EngineResult:
     """The route's model: the client's pick where the default allows it, else the decision's
     first model that can take the request (images, context window)."""
@@ -293,8 +300,10 @@ def _route(
     elif request.model and request.model.lower() not in policy.aliases:
         result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
 
-    model = _first_capable(candidates, request, result.notes)
-    if model is None:
+    spec = action.selection
+    # Ordered without failover needs only the first capable model: the rest are not looked at.
+    capable = _capable(candidates, request, result.notes, first_only=spec.algorithm == "ordered" and not spec.failover)
+    if not capable:
         need = "images" if request.has_images else "this request"
         result.action, result.status = "error", 400
         result.error = NoCapableModel(
@@ -302,7 +311,20 @@ def _route(
             + "; ".join(result.notes)
         )
         return result
-    result.model = model
+    if requested is not None and is_default:  # the client's pick stands: no selection past it
+        selected = Selected(capable[0], "ordered", f"client:{capable[0].name}", None)
+    else:
+        selected = select(
+            capable,
+            spec,
+            fleet,
+            input_tokens=request.estimated_tokens() if spec.algorithm == "cost" else 0,
+            max_output_tokens=_max_output(request) if spec.algorithm == "cost" else None,
+        )
+    if spec.algorithm != "ordered" or selected.model is not capable[0]:
+        result.notes.append(f"selection: {selected.reason}")
+    result.selection = selected
+    model = result.model = selected.model
     if action.reasoning is not None:
         result.reasoning = action.reasoning
         result.reasoning_family = policy.spec.reasoning_family(model)
@@ -337,8 +359,20 @@ def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec 
     return None
 
 
-def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: list[str]) -> ModelSpec | None:
+def _max_output(request: RoutingRequest) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        value = request.raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _capable(
+    candidates: list[ModelSpec], request: RoutingRequest, notes: list[str], *, first_only: bool = False
+) -> list[ModelSpec]:
+    """The candidates that can take the request (images, context window), in order."""
     tokens: int | None = None
+    capable: list[ModelSpec] = []
     for model in candidates:
         if request.has_images and not model.accepts("image"):
             notes.append(f"skipped {model.name}: text-only model, request has images")
@@ -349,8 +383,10 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
             if tokens > model.context_window:
                 notes.append(f"skipped {model.name}: ~{tokens} tokens exceed its {model.context_window} window")
                 continue
-        return model
-    return None
+        capable.append(model)
+        if first_only:
+            break
+    return capable
 
 
 def decide_tool_call(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> ToolRule | None:

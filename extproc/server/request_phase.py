@@ -312,7 +312,7 @@ def decision_metadata(
     `respond` and `observe` turn on the response phases (tool rules, the store phase)."""
     model = outcome.model
     metadata: dict[str, object] = {
-        vsr.CLUSTER_KEY: model.cluster if model is not None else "",
+        vsr.CLUSTER_KEY: outcome.cluster or "",
         vsr.DECISION_KEY: outcome.decision or "none",
         vsr.MODEL_KEY: model.name if model is not None else "none",
         vsr.SIGNALS_KEY: state.client_headers.get(vsr.SIGNALS, "none"),
@@ -341,7 +341,18 @@ def decision_metadata(
     if conversation is not None and conversation.ticket is not None:
         metadata[vsr.CONVERSATION_KEY] = conversation.ticket
         metadata[vsr.OBSERVE_KEY] = "1"
+    if (selection := outcome.selection_header) is not None and model is not None:
+        # The store phase reports the answer's status and time to its first byte to the fleet.
+        metadata[vsr.SELECTION_KEY] = selection
+        metadata[vsr.FLEET_KEY] = fleet_ticket(model.name)
+        metadata[vsr.OBSERVE_KEY] = "1"
     return metadata
+
+
+def fleet_ticket(model: str) -> str:
+    """What the store phase needs to report an answer to the fleet: the model and when it was sent
+    (wall clock: the store phase may run in another worker process of this host)."""
+    return f"{time.time():.6f} {model}"
 
 
 def canonical_path(raw: str) -> str:
