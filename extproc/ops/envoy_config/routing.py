@@ -33,6 +33,8 @@ with quiet_library_imports():
     )
     from envoy_data_plane.envoy.config.route.v3 import (
         HeaderMatcher,
+        RetryPolicy,
+        RetryPolicyRetryPriority,
         Route,
         RouteAction,
         RouteMatch,
@@ -45,6 +47,7 @@ with quiet_library_imports():
         ProcessingModeBodySendMode,
         ProcessingModeHeaderSendMode,
     )
+    from envoy_data_plane.envoy.extensions.retry.priority.previous_priorities.v3 import PreviousPrioritiesConfig
     from envoy_data_plane.envoy.type.matcher.v3 import (
         MetadataMatcher,
         MetadataMatcherPathSegment,
@@ -128,10 +131,13 @@ def _decision_route(
         suffix += "-store"
     else:
         per_filter.update(_no_cache_store(options))
+    action = RouteAction(cluster=upstream.cluster, timeout=duration(options.route_timeout_s))
+    if upstream.kind == "failover":
+        action.retry_policy = failover_retry()
     return Route(
         name=f"vsr-{upstream.cluster}{suffix}",
         match=RouteMatch(safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers),
-        route=_translated(RouteAction(cluster=upstream.cluster, timeout=duration(options.route_timeout_s)), translate),
+        route=_translated(action, translate),
         request_headers_to_add=[
             _from_decision(vsr.DECISION, "decision"),
             _from_decision(vsr.MODEL, "model"),
@@ -146,8 +152,30 @@ def _decision_route(
             _from_decision(vsr.TRACE, "trace"),
             _from_decision(vsr.CACHE, "cache"),
             _from_decision(vsr.REASONING, "reasoning"),
+            _from_decision(vsr.SELECTION, vsr.SELECTION_KEY),
         ],
         typed_per_filter_config=per_filter,
+    )
+
+
+def failover_retry() -> RetryPolicy:
+    """Retry a failed attempt once, on the aggregate's next priority (the fallback model's cluster).
+
+    Why an aggregate cluster with a retry across priorities, not two routes: the retry happens
+    inside Envoy on the buffered request, so the client never sees the first attempt fail; the
+    aggregate also spills over without a failed attempt at all once health checks or outlier
+    detection mark the primary's hosts unhealthy. Retried: connection failures, refused streams,
+    resets before the answer, and 503 (vLLM's answer while it starts or sheds). Not 500/502/504:
+    a request that broke one model, or timed out on it, is not worth a second generation.
+    """
+    return RetryPolicy(
+        retry_on="connect-failure,refused-stream,reset,retriable-status-codes",
+        retriable_status_codes=[503],
+        num_retries=1,
+        retry_priority=RetryPolicyRetryPriority(
+            name="envoy.retry_priorities.previous_priorities",
+            typed_config=typed(PreviousPrioritiesConfig(update_frequency=1)),
+        ),
     )
 
 
