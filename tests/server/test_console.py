@@ -508,3 +508,16 @@ async def test_explain_says_whether_a_conversation_would_be_kept(tmp_path: Path)
         }
         rejected = (await client.post("/v1/explain", content=chat("jailbreak please"))).json()
         assert rejected["conversation"] is None  # not routed: no conversation to keep
+
+
+async def test_fleet_panel_shows_each_routes_selection_and_each_models_observations(tmp_path: Path) -> None:
+    async with serving(console_settings(tmp_path)) as (server, _), admin(server) as client:
+        router = server.live_router
+        assert router is not None and server.fleet is not None
+        model = router.policy.spec.models[0].name
+        server.fleet.fleet.observe(model, failed=False, latency_s=0.042)
+        fleet = (await client.get("/v1/console/fleet")).json()
+        assert fleet["routes"][router.policy.spec.default.name]["algorithm"] == "ordered"
+        assert fleet["models"][model]["latency_ms"] == 42.0 and fleet["models"][model]["requests"] == 1
+        metrics = (await client.get("/metrics")).text
+        assert f'vsr_model_latency_ms{{model="{model}"}} 42.0' in metrics
