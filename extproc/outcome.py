@@ -176,7 +176,17 @@ class RoutingOutcome:
             headers[vsr.REASONING] = reasoning
         if (selection := self.selection_header) is not None:
             headers[vsr.SELECTION] = selection
+        if (unknown := self.unknown_model_header) is not None:
+            headers[vsr.UNKNOWN_MODEL] = unknown
         return headers
+
+    @property
+    def unknown_model_header(self) -> str | None:
+        """x-vsr-unknown-model: the client's model name, as printable ASCII (it is client input)."""
+        asked = self.result.unknown_model
+        if asked is None:
+            return None
+        return "".join(c if " " <= c <= "~" else "?" for c in asked[:128])
 
     @property
     def cluster(self) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from extproc.errors import NoCapableModel, RequestError
+from extproc.errors import ModelNotFound, NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, can_still_be_true, evaluate, leaves, value
 from extproc.policy.load import CompiledPolicy
 from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting
@@ -73,6 +73,7 @@ class EngineResult:
     reasoning: ReasoningSetting | None = None
     reasoning_family: ReasoningFamily | None = None
     selection: Selected | None = None  # which capable candidate, by which algorithm, and why
+    unknown_model: str | None = None  # the client's `model` the policy does not know (unknown_models: auto/header)
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -298,7 +299,16 @@ def _route(
         else:
             result.notes.append(f"client asked for {requested.name!r}; decision {chosen.name!r} overrides it")
     elif request.model and request.model.lower() not in policy.aliases:
-        result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
+        if _known_model(policy, request.model):
+            result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
+        elif policy.spec.unknown_models == "reject":
+            result.action, result.status = "error", 404
+            result.error = ModelNotFound(f"The model {request.model!r} does not exist", param="model")
+            return result
+        else:
+            if policy.spec.unknown_models == "header":
+                result.unknown_model = request.model
+            result.notes.append(f"requested model {request.model!r} is unknown; routed by policy (unknown_models)")
 
     spec = action.selection
     # Ordered without failover needs only the first capable model: the rest are not looked at.
@@ -345,6 +355,11 @@ def _timeout_matters(decision: Decision, timed_out: set[str], value_of: Callable
         return lambda leaf: truth if leaf.signal in timed_out else value_of(leaf)
 
     return value(decision.when, as_(Tri.TRUE)) != value(decision.when, as_(Tri.FALSE))
+
+
+def _known_model(policy: CompiledPolicy, asked: str) -> bool:
+    """Whether `asked` names a policy model (its name or the id its server knows it by)."""
+    return any(asked in (m.name, m.target_model) for m in policy.spec.models)
 
 
 def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec | None:

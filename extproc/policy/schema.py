@@ -270,6 +270,10 @@ class Policy(_Strict):
     aliases: list[str] = Field(default_factory=lambda: ["auto"])
     # Policy models a client may pick by name; honoured only when no decision rule fires.
     client_models: list[str] = Field(default_factory=list)
+    # A `model` that is neither an alias nor a policy model: `reject` answers 404 model_not_found
+    # in the API's own shape (OpenAI's behaviour); `auto` routes it as an alias; `header` routes it
+    # and says so (x-vsr-unknown-model).
+    unknown_models: Literal["reject", "auto", "header"] = "reject"
     signal_timeout_ms: float = Field(default=1000.0, gt=0)
     # Status when a signal with `on_error: reject` cannot answer.
     signal_failure_status: int = Field(default=503, ge=400, le=599)

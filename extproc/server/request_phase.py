@@ -341,6 +341,8 @@ def decision_metadata(
     if conversation is not None and conversation.ticket is not None:
         metadata[vsr.CONVERSATION_KEY] = conversation.ticket
         metadata[vsr.OBSERVE_KEY] = "1"
+    if (unknown := outcome.unknown_model_header) is not None:
+        metadata[vsr.UNKNOWN_MODEL_KEY] = unknown
     if (selection := outcome.selection_header) is not None and model is not None:
         # The store phase reports the answer's status and time to its first byte to the fleet.
         metadata[vsr.SELECTION_KEY] = selection

@@ -204,3 +204,43 @@ def test_weights_must_name_the_route_models() -> None:
     bad = POLICY.replace("{algorithm: latency, explore: 0}", "{algorithm: weighted, weights: {text-z: 1}}")
     with pytest.raises(PolicyError, match="text-z"):
         compile_text(bad, ctx)
+
+
+# -- model names the policy does not know ---------------------------------------------------------
+
+
+def _router_for(policy_text: str) -> Router:
+    settings = Settings.load(None, environ={})
+    executor = HeavyExecutor(1, None)
+    ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
+    return Router(settings, compile_text(policy_text, ctx), executor=executor, models=ctx.models)
+
+
+async def test_an_unknown_model_is_404_model_not_found_in_the_apis_shape_by_default() -> None:
+    router = _router_for(POLICY)
+    try:
+        chat = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
+        outcome = await router.route(chat)
+        reply = outcome.immediate_response()
+        assert (reply.status, json.loads(reply.body)["error"]["code"]) == (404, "model_not_found")
+        messages = json.dumps({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+        outcome = await router.route(messages.encode(), path="/v1/messages")
+        body = json.loads(outcome.immediate_response().body)
+        assert outcome.status == 404 and body["type"] == "error" and body["error"]["type"] == "not_found_error"
+        # a policy model's name is known, even when clients may not pick it: routed by the policy
+        known = await router.route(chat.replace(b"gpt-4o", b"text-c"))
+        assert known.action == "route" and any("not selectable" in n for n in known.notes)
+    finally:
+        router.close()
+
+
+async def test_unknown_models_may_be_routed_as_auto_or_with_a_header() -> None:
+    for mode, header in (("auto", None), ("header", "gpt-4o??")):
+        router = _router_for(f"unknown_models: {mode}\n" + POLICY)
+        try:
+            body = json.dumps({"model": "gpt-4o\r\n", "messages": [{"role": "user", "content": "hi"}]}).encode()
+            outcome = await router.route(body)
+            assert outcome.action == "route"
+            assert outcome.response_headers().get("x-vsr-unknown-model") == header
+        finally:
+            router.close()

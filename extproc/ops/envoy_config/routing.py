@@ -153,6 +153,7 @@ def _decision_route(
             _from_decision(vsr.CACHE, "cache"),
             _from_decision(vsr.REASONING, "reasoning"),
             _from_decision(vsr.SELECTION, vsr.SELECTION_KEY),
+            _from_decision(vsr.UNKNOWN_MODEL, vsr.UNKNOWN_MODEL_KEY),
         ],
         typed_per_filter_config=per_filter,
     )
