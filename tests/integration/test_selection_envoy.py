@@ -182,3 +182,33 @@ def test_failover_without_a_client_error(fleet: tuple[LoggedStack, StandIns]) ->
     finally:
         stand_ins.up("model-a")
         reset(stand_ins)
+
+
+def test_stack_upstream_serves_a_running_server_beside_demo_upstreams(tmp_path: Path) -> None:
+    """`extproc stack --upstream ca=HOST:PORT`: no demo upstream on that port (it used to start one
+    there and die with `address already in use`), the other clusters still get theirs."""
+    ports = {name: free_port() for name in ("a", "b", "c")}
+    stand_ins = StandIns([StandIn("model-a", ports["a"])]).start()
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        POLICY.format(**ports).replace("selection: {algorithm: latency, explore: 0}", "selection: ordered")
+    )
+    config = StackConfig(
+        policy=policy,
+        envoy=EnvoyOptions(listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port()),
+        upstream_overrides={"ca": f"127.0.0.1:{ports['a']}"},
+        external_upstreams=("ca",),  # what stack_cmd makes of --upstream
+        env={"VSR_LOGGING__LEVEL": "WARNING", "VSR_SERVER__ADMIN_PORT": str(free_port())},
+        start_timeout_s=120.0,
+    )
+    try:
+        with running_stack(config) as stack:
+            first = ask(stack, "hello")  # the default route, ordered: model-a, the running stand-in
+            assert first.status_code == 200 and first.headers["x-stand-in"] == "model-a"
+            demo = ask(stack, "loadtest")  # least_loaded without load data: ordered, model-a too
+            assert demo.headers["x-stand-in"] == "model-a"
+            image = ask(stack, "what is it", image=True)  # vlm-c: a demo upstream the stack started
+            assert image.status_code == 200 and image.headers["x-demo-upstream"] == "cc"
+            assert not any("address already in use" in line for line in stack.lines)
+    finally:
+        stand_ins.stop()
