@@ -28,7 +28,8 @@ from extproc.protocol import anthropic
 from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import dumps
-from extproc.server import mutations
+from extproc.server import mutations, passthrough
+from extproc.server.passthrough import PASSTHROUGH_PATHS
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup
@@ -125,6 +126,8 @@ class RequestPhase:
         router = self.backends.router
         if router is not None and router.policy.spec.mcp.servers and state.path == router.policy.spec.mcp.path:
             return await self.tools.mcp_request(data, state, router)
+        if router is not None and not state.headers_seen and state.path in PASSTHROUGH_PATHS:
+            return passthrough.answer(router.policy.spec, data)  # embeddings, audio: to the model it names
         if not state.headers_seen and state.path and state.path not in self.backends.inference_paths:
             return mutations.continue_request_body()  # a route that should not have sent us this: untouched
         return await self._decide(data, state, at_headers=False)

@@ -212,3 +212,24 @@ def test_stack_upstream_serves_a_running_server_beside_demo_upstreams(tmp_path: 
             assert not any("address already in use" in line for line in stack.lines)
     finally:
         stand_ins.stop()
+
+
+def test_unclassified_requests_pass_through_to_the_model_they_name(fleet: tuple[LoggedStack, StandIns]) -> None:
+    stack, stand_ins = fleet
+    reset(stand_ins)
+    url = stack.base_url + "/v1/embeddings"
+    named = httpx.post(url, json={"model": "model-b", "input": "hello"}, timeout=30)
+    assert named.status_code == 200 and named.headers["x-stand-in"] == "model-b"
+    assert named.headers["x-vsr-decision"] == "passthrough" and named.headers["x-vsr-model"] == "model-b"
+    other = httpx.post(url, json={"model": "vlm-c", "input": "hello"}, timeout=30)
+    assert other.headers["x-stand-in"] == "vlm-c"
+    unknown = httpx.post(url, json={"model": "text-embedding-3-small", "input": "hello"}, timeout=30)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "model_not_found"
+    # an audio upload (multipart): its form's model field
+    files = {"file": ("a.wav", b"RIFF....WAVE", "audio/wav")}
+    audio = httpx.post(stack.base_url + "/v1/audio/transcriptions", data={"model": "vlm-c"}, files=files, timeout=30)
+    assert audio.status_code == 200 and audio.headers["x-stand-in"] == "vlm-c"
+    # a chat completion naming a model the policy does not know: 404 in OpenAI's shape, as OpenAI answers
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    chat = httpx.post(stack.base_url + "/v1/chat/completions", json=body, timeout=30)
+    assert chat.status_code == 404 and chat.json()["error"]["code"] == "model_not_found"

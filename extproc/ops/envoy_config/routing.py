@@ -24,6 +24,10 @@ from extproc.ops.envoy_config.options import (
 )
 from extproc.policy.models_list import MODELS_PATH
 from extproc.protocol.translate import CHAT_PATH
+from extproc.server.passthrough import PASSTHROUGH_PATHS
+
+# Requests the router does not classify (embeddings, audio, ...): ext_proc reads the model they name.
+PASSTHROUGH_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in sorted(PASSTHROUGH_PATHS)) + ")/*$"
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.core.v3 import (
@@ -82,6 +86,7 @@ def routes(
         for upstream in upstreams
         for combination in combinations
     ]
+    result.extend(_passthrough_routes(upstreams, default_cluster, options, off))
     result.extend(_mcp_routes(mcp_upstreams, options, off))
     result.append(_models_route(options, off))
     result.extend(_fallback_routes(upstreams, default_cluster, options, inference, off))
@@ -178,6 +183,43 @@ def failover_retry() -> RetryPolicy:
             typed_config=typed(PreviousPrioritiesConfig(update_frequency=1)),
         ),
     )
+
+
+def _passthrough_routes(
+    upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions, off: Mapping[str, AnyMessage]
+) -> list[Route]:
+    """Embeddings, audio and the like: ext_proc reads the `model` the body names and routes to that
+    policy model's cluster (`server.passthrough`), or answers 404; without its answer (unknown
+    models routed on), the default cluster, as the fallback route would."""
+    timeout = duration(options.route_timeout_s)
+    post = [HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))]
+    out = [
+        Route(
+            name=f"vsr-{upstream.cluster}-passthrough",
+            match=RouteMatch(
+                safe_regex=RegexMatcher(regex=PASSTHROUGH_PATH_REGEX),
+                headers=post,
+                dynamic_metadata=[_decision_is("cluster", upstream.cluster)],
+            ),
+            route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+            request_headers_to_remove=[] if upstream.demo else list(DEMO_HEADERS),
+            response_headers_to_add=[_from_decision(vsr.DECISION, "decision"), _from_decision(vsr.MODEL, "model")],
+            typed_per_filter_config=dict(off),
+        )
+        for upstream in upstreams
+        if upstream.kind == "model"
+    ]
+    default_is_demo = any(u.cluster == default_cluster and u.demo for u in upstreams)
+    out.append(
+        Route(
+            name="vsr-passthrough-undecided",
+            match=RouteMatch(safe_regex=RegexMatcher(regex=PASSTHROUGH_PATH_REGEX), headers=post),
+            route=RouteAction(cluster=default_cluster, timeout=timeout),
+            request_headers_to_remove=[] if default_is_demo else list(DEMO_HEADERS),
+            typed_per_filter_config=dict(off),
+        )
+    )
+    return out
 
 
 def _fallback_routes(
