@@ -102,6 +102,9 @@ def select(
 ) -> Selected:
     """The chosen candidate among `candidates` (capable ones, in the route's order; not empty)."""
     algorithm = spec.algorithm
+    if fleet is None and algorithm == "cost" and len(candidates) > 1:  # prices need no fleet (explain, replay)
+        chosen, why = _cost(candidates, spec, input_tokens, max_output_tokens)
+        return Selected(chosen, algorithm, f"cost:{chosen.name}{why}", _next(candidates, chosen), spec.failover)
     if fleet is None or len(candidates) == 1:
         reason = f"{algorithm}:{candidates[0].name}"
         if fleet is None and algorithm != "ordered" and len(candidates) > 1:
