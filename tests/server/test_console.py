@@ -331,6 +331,8 @@ def test_policy_tree_orders_decisions_and_keeps_every_node(settings: Settings) -
     assert [d["name"] for d in tree["decisions"]] == ["high", "low"]  # by priority, highest first
     high = tree["decisions"][0]
     assert high["priority"] == 50 and high["description"] == "a bug report that is not rude"
+    selection = high["action"].pop("selection")  # model selection: the route's algorithm and options
+    assert selection["algorithm"] == "ordered" and selection["failover"] is False
     assert high["action"] == {"type": "route", "models": ["b", "a"], "reasoning": None}
     when = high["when"]
     assert when["op"] == "all" and [c["op"] for c in when["children"]] == ["any", "not"]
