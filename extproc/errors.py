@@ -59,6 +59,13 @@ class UnprocessableRequest(RequestError):
     code = "unprocessable_entity"
 
 
+class ModelNotFound(RequestError):
+    """404: the request names a model the policy does not know (OpenAI's answer to an unknown model)."""
+
+    status = 404
+    code = "model_not_found"
+
+
 class NoCapableModel(RequestError):
     """400: the winning decision has no model that can accept this request."""
 

@@ -19,6 +19,8 @@ DEBUG = "x-vsr-debug"  # a client asks for a trace (honoured only when settings 
 TRACE = "x-vsr-trace"
 CACHE = "x-vsr-cache"  # the semantic cache's outcome: hit, miss (stored on a 200), bypass
 REASONING = "x-vsr-reasoning"  # what the router told the upstream about thinking: on:high, off, kept, none
+UNKNOWN_MODEL = "x-vsr-unknown-model"  # the client's `model` the policy does not know (unknown_models: header)
+SELECTION = "x-vsr-selection"  # model selection's algorithm, choice and reason: latency:general-b 41ms<120ms
 CACHE_SIMILARITY = "x-vsr-cache-similarity"  # on a hit: 1.000 exact, else the verified similarity
 TOOL_RULE = "x-vsr-tool-rule"  # the tool rule that acted on an answer's tool calls
 TOOL_ACTION = "x-vsr-tool-action"  # what it did: block, redact, annotate, allow
@@ -48,6 +50,9 @@ RESPOND_KEY = "respond"  # the tool rules' response phase this request needs (js
 TICKET_KEY = "cache_ticket"  # what the store phase stores the answer as (the store routes match it)
 CONVERSATION_KEY = "conversation"  # what the store phase learns for the conversation store
 OBSERVE_KEY = "observe"  # the store phase is wanted (a cache ticket or a conversation ticket)
+SELECTION_KEY = "selection"  # x-vsr-selection
+UNKNOWN_MODEL_KEY = "unknown_model"  # x-vsr-unknown-model
+FLEET_KEY = "fleet"  # what the store phase reports to the fleet: the model and when it was sent
 TRANSLATE_KEY = "translate"  # the upstream speaks Chat for this Messages request (routes rewrite the path)
 
 # In `vsr.request` (copied or moved there by Envoy from the client's headers):

@@ -159,7 +159,7 @@ class RoutingOutcome:
         if self.decision is not None:
             headers[vsr.DECISION] = self.decision
         if self.model is not None:
-            headers[vsr.CLUSTER] = self.model.cluster
+            headers[vsr.CLUSTER] = self.cluster or self.model.cluster
             headers[vsr.MODEL] = self.model.name
         if (reasoning := self.reasoning) is not None:
             headers[vsr.REASONING] = reasoning
@@ -174,7 +174,38 @@ class RoutingOutcome:
         }
         if (reasoning := self.reasoning) is not None:
             headers[vsr.REASONING] = reasoning
+        if (selection := self.selection_header) is not None:
+            headers[vsr.SELECTION] = selection
+        if (unknown := self.unknown_model_header) is not None:
+            headers[vsr.UNKNOWN_MODEL] = unknown
         return headers
+
+    @property
+    def unknown_model_header(self) -> str | None:
+        """x-vsr-unknown-model: the client's model name, as printable ASCII (it is client input)."""
+        asked = self.result.unknown_model
+        if asked is None:
+            return None
+        return "".join(c if " " <= c <= "~" else "?" for c in asked[:128])
+
+    @property
+    def cluster(self) -> str | None:
+        """The Envoy cluster the request goes to: the chosen model's, or its failover aggregate
+        (unless the conversation moved the request to another model after selection)."""
+        model, selected = self.model, self.result.selection
+        if model is None:
+            return None
+        return selected.cluster if selected is not None and selected.model is model else model.cluster
+
+    @property
+    def selection_header(self) -> str | None:
+        """x-vsr-selection: shown for routes that select (not plain `ordered`)."""
+        selected = self.result.selection
+        if selected is None or not selected.shown:
+            return None
+        if selected.model is not self.model and self.model is not None:
+            return f"conversation:{self.model.name} (selection said {selected.reason})"
+        return selected.reason
 
     def trace_header(self) -> str:
         """A compact one-line trace: decision values, then every signal's status and score."""
@@ -218,7 +249,8 @@ class RoutingOutcome:
             "decision": self.decision,
             "action": self.action,
             "model": self.model.name if self.model is not None else None,
-            "cluster": self.model.cluster if self.model is not None else None,
+            "cluster": self.cluster,
+            "selection": self.result.selection.to_dict() if self.result.selection is not None else None,
             "upstream_model": self.model.target_model if self.model is not None else None,
             "reasoning": self.reasoning,
             "status": self.status,

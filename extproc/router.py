@@ -12,6 +12,7 @@ from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
 from extproc.policy.engine import EngineResult, decide, needed_signals
 from extproc.policy.load import CompiledPolicy, load_policy
+from extproc.policy.selection import FleetView
 from extproc.protocol.openai import api_for_path, parse_request
 from extproc.protocol.request import RoutingRequest
 from extproc.settings import Settings
@@ -38,6 +39,8 @@ class Router:
         self.catalog = catalog or SignalCatalog()
         self._policy = policy
         self._limits = settings.limits.image_limits()
+        # What model selection reads of the fleet (the server sets it: extproc.fleet); None: order only.
+        self.fleet: FleetView | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, *, catalog: SignalCatalog | None = None) -> Router:
@@ -144,7 +147,7 @@ class Router:
                 EngineResult.request_error(exc), policy.version, request=request, timings_ms={"total": elapsed_ms}
             )
         signalled = time.perf_counter()
-        result = decide(policy, request, results, missing="unknown")
+        result = decide(policy, request, results, missing="unknown", fleet=self.fleet)
         skipped = [name for name in policy.signals if name not in results]
         if result.derived:
             results = {**results, **result.derived}

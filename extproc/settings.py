@@ -339,6 +339,21 @@ class ConversationSettings(_Section):
     max_entries: int = Field(default=100_000, ge=1)  # memory backend
 
 
+class FleetSettings(_Section):
+    """Model selection's view of the fleet (`extproc.fleet`): latency decays with `half_life_s`;
+    `cooldown_after` failures in a row cool a model down for `cooldown_s`; each model card's
+    `metrics_url` is scraped every `scrape_interval_s`. `share`: with the conversations store on
+    Redis (or `redis_url` set), replicas share observed latency and cooldowns every `share_interval_s`."""
+
+    half_life_s: float = Field(default=30.0, gt=0)
+    cooldown_after: int = Field(default=3, ge=1)
+    cooldown_s: float = Field(default=30.0, ge=0)
+    scrape_interval_s: float = Field(default=2.0, gt=0)
+    share: bool = True
+    redis_url: str | None = None  # None: the conversations store's, when its backend is redis
+    share_interval_s: float = Field(default=1.0, gt=0)
+
+
 class ReloadSettings(_Section):
     watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
     interval_s: float = Field(default=2.0, gt=0)
@@ -359,6 +374,7 @@ class Settings(_Section):
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     cache: CacheSettings = Field(default_factory=CacheSettings)
     conversations: ConversationSettings = Field(default_factory=ConversationSettings)
+    fleet: FleetSettings = Field(default_factory=FleetSettings)
 
     @model_validator(mode="after")
     def _admin_beyond_loopback_needs_a_token(self) -> Settings:

@@ -22,10 +22,15 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--policy", type=Path, help="policy file (default: settings' policy_path)")
     parser.add_argument("--upstream", action="append", default=[], metavar="CLUSTER=HOST:PORT", help="repeatable")
     parser.add_argument("--stream-delay-ms", type=float, default=20.0, help="pause between streamed chunks")
+    parser.add_argument(
+        "--skip", action="append", default=[], metavar="CLUSTER", help="a cluster another server serves (repeatable)"
+    )
     parser.set_defaults(func=run)
 
 
-def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: float = 20.0) -> list[DemoUpstream]:
+def demo_upstreams(
+    policy: Path, overrides: dict[str, str], stream_delay_ms: float = 20.0, skip: frozenset[str] = frozenset()
+) -> list[DemoUpstream]:
     import yaml
 
     data = yaml.safe_load(policy.read_text(encoding="utf-8")) or {}
@@ -47,13 +52,16 @@ def demo_upstreams(policy: Path, overrides: dict[str, str], stream_delay_ms: flo
             messages=messages.get(u.cluster, True),
         )
         for u in upstreams_from_policy(policy, overrides)
+        if u.cluster not in skip
     ]
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         policy = args.policy or load_settings(args).policy_path
-        upstreams = demo_upstreams(policy, parse_overrides(args.upstream), args.stream_delay_ms)
+        upstreams = demo_upstreams(
+            policy, parse_overrides(args.upstream), args.stream_delay_ms, frozenset(getattr(args, "skip", []))
+        )
     except (OSError, ValueError) as exc:
         print(f"demo-upstream: {exc}", file=sys.stderr)
         return 2

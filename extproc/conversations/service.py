@@ -37,7 +37,7 @@ from extproc.protocol.request import ApiKind
 
 if TYPE_CHECKING:
     from extproc.outcome import RoutingOutcome
-    from extproc.policy.schema import Policy
+    from extproc.policy.schema import ModelSpec, Policy
 
 log = logging.getLogger("extproc.conversations")
 
@@ -97,6 +97,9 @@ class Conversations:
         self.store = store
         self.counters = ConversationCounters()
         self.on_lookup: Callable[[str, float], None] | None = None  # (state, seconds), for metrics
+        # Why the remembered model should not keep the conversation now (the fleet: down, over its
+        # max_waiting); None: it may. Set by the server when model selection's fleet runs.
+        self.unavailable: Callable[[ModelSpec], str | None] | None = None
 
     async def follow(
         self, outcome: RoutingOutcome, policy: Policy, *, tenant: Mapping[str, str], session: str | None
@@ -137,7 +140,7 @@ class Conversations:
         if sum(self.store.errors.values()) > errors:
             lookup.reason = "store_error"
         if lookup.remembered is not None:
-            self._apply(outcome, policy, lookup)
+            self._apply(outcome, policy, lookup, self.unavailable)
         model = outcome.model
         if session is not None or learns_responses:
             lookup.ticket = json.dumps(
@@ -154,7 +157,12 @@ class Conversations:
         return lookup
 
     @staticmethod
-    def _apply(outcome: RoutingOutcome, policy: Policy, lookup: ConversationLookup) -> None:
+    def _apply(
+        outcome: RoutingOutcome,
+        policy: Policy,
+        lookup: ConversationLookup,
+        unavailable: Callable[[ModelSpec], str | None] | None = None,
+    ) -> None:
         """Route to the remembered model where the decision allows it and the model can take it."""
         chosen = outcome.model
         request = outcome.request
@@ -176,6 +184,8 @@ class Conversations:
                 lookup.reason = "cannot_take_images"
             elif model.context_window is not None and tokens > model.context_window:
                 lookup.reason = "context_window"
+            elif unavailable is not None and (why := unavailable(model)) is not None:
+                lookup.reason = why  # down or overloaded: the decision's (selected) model takes it
             else:
                 outcome.result.model = model
                 lookup.state, lookup.reason = "followed", ""

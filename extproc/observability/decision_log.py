@@ -104,6 +104,7 @@ class RequestRecord(TypedDict):
     overload: NotRequired[str]  # "shed" (answered 429) or "fail_safe" (routed fail-safe)
     cache: NotRequired[str]  # the semantic cache: hit, miss or bypass (with why, e.g. "bypass:no-cache")
     reasoning: NotRequired[str]  # what the upstream was told about thinking (x-vsr-reasoning): on:high, off, kept
+    selection: NotRequired[str]  # model selection's algorithm, choice and reason (x-vsr-selection)
 
 
 class PolicySignalRecord(TypedDict):
@@ -407,6 +408,8 @@ class DecisionLog:
             record["overload"] = row.overload
         if row.reasoning is not None:
             record["reasoning"] = row.reasoning
+        if row.selection is not None:
+            record["selection"] = row.selection
         if row.cache is not None:
             record["cache"] = row.cache
         if e.body is not None:

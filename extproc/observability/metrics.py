@@ -32,6 +32,7 @@ from extproc.observability.row import DecisionRow
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
     from extproc.conversations.service import Conversations
+    from extproc.fleet.state import Fleet
     from extproc.observability.decision_log import DecisionLog
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
@@ -427,3 +428,38 @@ class ConversationMetrics:
             ),
             _histograms("vsr_conversation_lookup_seconds", "Lookup latency by outcome", ["outcome"], self.latency),
         ]
+
+
+class FleetMetrics:
+    """Model selection's view of each policy model: observed latency, scraped load, cooldowns,
+    and the answers and failures the router saw (`extproc.fleet`)."""
+
+    def __init__(self, fleet: Fleet, router: Callable[[], Router | None]) -> None:
+        self.fleet = fleet
+        self.router = router
+
+    def collect(self) -> list[Metric]:
+        router = self.router()
+        names = [m.name for m in router.policy.spec.models] if router is not None else sorted(self.fleet.records)
+        snapshot = self.fleet.snapshot(names)
+        gauges = {
+            "latency_ms": ("vsr_model_latency_ms", "Decayed time to the first answer byte the router observed"),
+            "running": ("vsr_model_requests_running", "Requests running at the model's server (its vLLM /metrics)"),
+            "waiting": ("vsr_model_requests_waiting", "Requests waiting at the model's server (its vLLM /metrics)"),
+            "kv_cache": ("vsr_model_kv_cache_usage", "KV-cache use at the model's server, 0..1 (its vLLM /metrics)"),
+            "cooling_s": ("vsr_model_cooldown_seconds", "Seconds left of the model's cooldown after failures"),
+        }
+        families: list[Metric] = []
+        for key, (name, documentation) in gauges.items():
+            family = GaugeMetricFamily(name, documentation, labels=["model"])
+            for model, row in snapshot.items():
+                if row[key] is not None:
+                    family.add_metric([model], float(row[key]))
+            families.append(family)
+        for key, name, documentation in (
+            ("requests", "vsr_model_answers", "Upstream answers the router observed for selection"),
+            ("failures", "vsr_model_failures", "Answers that failed (5xx, connection failures)"),
+            ("cooldowns", "vsr_model_cooldowns", "Times the model was cooled down after failures"),
+        ):
+            families.append(_counters(name, documentation, ["model"], {(m,): r[key] for m, r in snapshot.items()}))
+        return families

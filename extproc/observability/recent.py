@@ -55,6 +55,7 @@ class RecentDecision:
     # the conversation store's part: state (new / followed / same / moved), the key that found it
     # (previous_response / session), the model it remembered, and why it was not followed
     conversation: dict[str, str | None] | None = None
+    selection: str | None = None  # model selection's algorithm, choice and reason (x-vsr-selection)
 
     @property
     def matched(self) -> list[str]:
@@ -80,6 +81,7 @@ class RecentDecision:
             overload=row.overload,
             error_code=row.error,
             conversation=row.conversation,
+            selection=row.selection,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,6 +102,7 @@ class RecentDecision:
             "overload": self.overload,
             "error": self.error_code,
             "conversation": self.conversation,
+            "selection": self.selection,
         }
 
 

@@ -44,6 +44,7 @@ class DecisionRow:
     # the conversation store's part: state (new / followed / same / moved), the key kind that found
     # it (previous_response / session), the model it remembered, why it was not kept; never a key
     conversation: dict[str, str | None] | None = None
+    selection: str | None = None  # model selection's algorithm, choice and reason (x-vsr-selection)
 
     @classmethod
     def of(
@@ -81,6 +82,7 @@ class DecisionRow:
             cache=cache_state,
             reasoning=outcome.reasoning,
             conversation=conversation_part(conversation),
+            selection=outcome.selection_header,
         )
 
     @classmethod

@@ -108,6 +108,9 @@ class StackConfig:
     stream_delay_ms: float = 20.0
     start_timeout_s: float = 120.0
     demo_upstreams: bool = True
+    # Clusters served by servers already running (`extproc stack --upstream CLUSTER=HOST:PORT`: real
+    # vLLM or a stand-in): no demo upstream is started for them, the others still get theirs.
+    external_upstreams: tuple[str, ...] = ()
     envoy_args: list[str] = field(default_factory=list)  # extra command-line flags, e.g. --concurrency
 
 
@@ -154,17 +157,24 @@ class Stack:
         cfg = self.config
         deadline = time.monotonic() + cfg.start_timeout_s
         python = sys.executable
-        if cfg.demo_upstreams:
+        external = set(cfg.external_upstreams)
+        demos = [u for u in upstreams_from_policy(cfg.policy, cfg.upstream_overrides) if u.cluster not in external]
+        if cfg.demo_upstreams and demos:
             cmd = [python, "-m", "extproc", "demo-upstream", "--policy", str(cfg.policy)]
             cmd += ["--stream-delay-ms", str(cfg.stream_delay_ms)]
             for cluster, address in cfg.upstream_overrides.items():
                 cmd += ["--upstream", f"{cluster}={address}"]
+            for cluster in sorted(external):
+                cmd += ["--skip", cluster]
             self._spawn("upstream", cmd)
-            for upstream in upstreams_from_policy(cfg.policy, cfg.upstream_overrides):
+            for upstream in demos:
                 self._wait(
                     deadline, f"demo upstream {upstream.cluster}", partial(port_open, upstream.host, upstream.port)
                 )
+        if cfg.demo_upstreams:
             for server in mcp_upstreams_from_policy(cfg.policy, cfg.upstream_overrides):
+                if server.cluster in external:
+                    continue
                 listen = f"{server.host}:{server.port}"
                 self._spawn(f"mcp:{server.cluster}", [python, "-m", "extproc.ops.demo_mcp", "--listen", listen])
                 self._wait(deadline, f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from extproc.errors import NoCapableModel, RequestError
+from extproc.errors import ModelNotFound, NoCapableModel, RequestError
 from extproc.policy.conditions import Leaf, Tri, can_still_be_true, evaluate, leaves, value
 from extproc.policy.derived_eval import DerivedView
 from extproc.policy.load import CompiledPolicy
@@ -25,6 +25,7 @@ from extproc.policy.schema import (
     RouteAction,
     ToolRule,
 )
+from extproc.policy.selection import FleetView, Selected, select
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Signal, SignalResult, SignalStatus
 
@@ -74,6 +75,8 @@ class EngineResult:
     reasoning_family: ReasoningFamily | None = None
     # Derived signals' results (scores, partitions) as the decision saw them, for the trace and the log.
     derived: dict[str, SignalResult] = field(default_factory=dict)
+    selection: Selected | None = None  # which capable candidate, by which algorithm, and why
+    unknown_model: str | None = None  # the client's `model` the policy does not know (unknown_models: auto/header)
 
     @classmethod
     def request_error(cls, exc: RequestError) -> EngineResult:
@@ -158,19 +161,23 @@ def decide(
     results: Mapping[str, SignalResult],
     *,
     missing: Literal["unknown", "on_error"] = "on_error",
+    fleet: FleetView | None = None,
 ) -> EngineResult:
     """The winning decision for `results`.
 
     `missing` says what a signal absent from `results` means: "unknown" when it was skipped
     because no decision needed it (the router's lazy dispatch), "on_error" when it should be
     treated as a failure of that signal (replaying a log under a policy with new signals).
+    `fleet`: what selection reads of the models' load, latency and cooldowns (None: order only).
     """
     failure = _signal_failure(policy, results, missing)
     if failure is not None:
         return failure
     choice = _choose(policy, results, missing)
     result = (
-        _shed(policy, choice.overloaded, choice) if choice.overloaded is not None else _apply(policy, request, choice)
+        _shed(policy, choice.overloaded, choice)
+        if choice.overloaded is not None
+        else _apply(policy, request, choice, fleet)
     )
     if choice.view is not None:
         result.derived = choice.view.results_for(list(policy.derived))
@@ -274,7 +281,9 @@ def _shed(policy: CompiledPolicy, overloaded: Decision, choice: _Choice) -> Engi
     )
 
 
-def _apply(policy: CompiledPolicy, request: RoutingRequest, choice: _Choice) -> EngineResult:
+def _apply(
+    policy: CompiledPolicy, request: RoutingRequest, choice: _Choice, fleet: FleetView | None = None
+) -> EngineResult:
     """The chosen decision's action: reject, clarify, or route to its first capable model."""
     is_default = choice.winner is None
     chosen: Decision | DefaultDecision = choice.winner if choice.winner is not None else policy.default
@@ -292,7 +301,7 @@ def _apply(policy: CompiledPolicy, request: RoutingRequest, choice: _Choice) -> 
     if isinstance(action, ClarifyAction):
         result.action, result.message = "clarify", action.message
         return result
-    return _route(policy, request, chosen, action, is_default, result)
+    return _route(policy, request, chosen, action, is_default, result, fleet)
 
 
 def _route(
@@ -302,6 +311,7 @@ def _route(
     action: RouteAction,
     is_default: bool,
     result: EngineResult,
+    fleet: FleetView | None = None,
 ) -> EngineResult:
     """The route's model: the client's pick where the default allows it, else the decision's
     first model that can take the request (images, context window)."""
@@ -314,10 +324,21 @@ def _route(
         else:
             result.notes.append(f"client asked for {requested.name!r}; decision {chosen.name!r} overrides it")
     elif request.model and request.model.lower() not in policy.aliases:
-        result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
+        if _known_model(policy, request.model):
+            result.notes.append(f"requested model {request.model!r} is not selectable; routed by policy")
+        elif policy.spec.unknown_models == "reject":
+            result.action, result.status = "error", 404
+            result.error = ModelNotFound(f"The model {request.model!r} does not exist", param="model")
+            return result
+        else:
+            if policy.spec.unknown_models == "header":
+                result.unknown_model = request.model
+            result.notes.append(f"requested model {request.model!r} is unknown; routed by policy (unknown_models)")
 
-    model = _first_capable(candidates, request, result.notes)
-    if model is None:
+    spec = action.selection
+    # Ordered without failover needs only the first capable model: the rest are not looked at.
+    capable = _capable(candidates, request, result.notes, first_only=spec.algorithm == "ordered" and not spec.failover)
+    if not capable:
         need = "images" if request.has_images else "this request"
         result.action, result.status = "error", 400
         result.error = NoCapableModel(
@@ -325,7 +346,20 @@ def _route(
             + "; ".join(result.notes)
         )
         return result
-    result.model = model
+    if requested is not None and is_default:  # the client's pick stands: no selection past it
+        selected = Selected(capable[0], "ordered", f"client:{capable[0].name}", None)
+    else:
+        selected = select(
+            capable,
+            spec,
+            fleet,
+            input_tokens=request.estimated_tokens() if spec.algorithm == "cost" else 0,
+            max_output_tokens=_max_output(request) if spec.algorithm == "cost" else None,
+        )
+    if spec.algorithm != "ordered" or selected.model is not capable[0]:
+        result.notes.append(f"selection: {selected.reason}")
+    result.selection = selected
+    model = result.model = selected.model
     if action.reasoning is not None:
         result.reasoning = action.reasoning
         result.reasoning_family = policy.spec.reasoning_family(model)
@@ -348,6 +382,11 @@ def _timeout_matters(decision: Decision, timed_out: set[str], value_of: Callable
     return value(decision.when, as_(Tri.TRUE)) != value(decision.when, as_(Tri.FALSE))
 
 
+def _known_model(policy: CompiledPolicy, asked: str) -> bool:
+    """Whether `asked` names a policy model (its name or the id its server knows it by)."""
+    return any(asked in (m.name, m.target_model) for m in policy.spec.models)
+
+
 def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec | None:
     """The concrete model the client asked for, if the policy lets clients pick it."""
     asked = request.model
@@ -360,8 +399,20 @@ def _client_model(policy: CompiledPolicy, request: RoutingRequest) -> ModelSpec 
     return None
 
 
-def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: list[str]) -> ModelSpec | None:
+def _max_output(request: RoutingRequest) -> int | None:
+    for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
+        value = request.raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def _capable(
+    candidates: list[ModelSpec], request: RoutingRequest, notes: list[str], *, first_only: bool = False
+) -> list[ModelSpec]:
+    """The candidates that can take the request (images, context window), in order."""
     tokens: int | None = None
+    capable: list[ModelSpec] = []
     for model in candidates:
         if request.has_images and not model.accepts("image"):
             notes.append(f"skipped {model.name}: text-only model, request has images")
@@ -372,8 +423,10 @@ def _first_capable(candidates: list[ModelSpec], request: RoutingRequest, notes: 
             if tokens > model.context_window:
                 notes.append(f"skipped {model.name}: ~{tokens} tokens exceed its {model.context_window} window")
                 continue
-        return model
-    return None
+        capable.append(model)
+        if first_only:
+            break
+    return capable
 
 
 def derived_results(

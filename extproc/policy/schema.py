@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from extproc import headers as vsr
 from extproc.policy.conditions import Condition, ConditionError, parse_condition
 from extproc.policy.reasoning import ReasoningFamily, ReasoningSetting, families
+from extproc.policy.selection_schema import ModelCost, SelectionSpec, check_route_selection
 from extproc.signals.base import SignalSpecBase
 
 NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
@@ -58,6 +59,11 @@ class ModelSpec(_Strict):
     # How its server is told to think: a row of the reasoning families table (None: not at all).
     reasoning_family: str | None = Field(default=None, pattern=NAME_PATTERN)
     api: list[ApiName] = Field(default_factory=_both_apis, min_length=1)
+    # Model selection (`selection_schema`): its vLLM server's Prometheus endpoint, its price, and
+    # the queue length past which a conversation leaves it.
+    metrics_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    cost: ModelCost | None = None
+    max_waiting: int | None = Field(default=None, ge=0)
 
     @field_validator("api")
     @classmethod
@@ -83,6 +89,7 @@ class RouteAction(_Strict):
     type: Literal["route"]
     models: list[str] = Field(min_length=1)  # in order of preference; capability filtering falls back along it
     reasoning: ReasoningSetting | None = None  # None: the client's reasoning fields pass untouched
+    selection: SelectionSpec = Field(default_factory=SelectionSpec)  # which capable candidate
 
 
 class RejectAction(_Strict):
@@ -263,6 +270,10 @@ class Policy(_Strict):
     aliases: list[str] = Field(default_factory=lambda: ["auto"])
     # Policy models a client may pick by name; honoured only when no decision rule fires.
     client_models: list[str] = Field(default_factory=list)
+    # A `model` that is neither an alias nor a policy model: `reject` answers 404 model_not_found
+    # in the API's own shape (OpenAI's behaviour); `auto` routes it as an alias; `header` routes it
+    # and says so (x-vsr-unknown-model).
+    unknown_models: Literal["reject", "auto", "header"] = "reject"
     signal_timeout_ms: float = Field(default=1000.0, gt=0)
     # Status when a signal with `on_error: reject` cannot answer.
     signal_failure_status: int = Field(default=503, ge=400, le=599)
@@ -304,6 +315,14 @@ class Policy(_Strict):
             return self.default.sticky
         found = next((d for d in self.decisions if d.name == decision), None)
         return found.sticky if found is not None else True
+
+    @model_validator(mode="after")
+    def _check_selection(self) -> Policy:
+        rules: list[Decision | DefaultDecision] = [*self.decisions, self.default]
+        for rule in rules:
+            if isinstance(rule.action, RouteAction):
+                check_route_selection(rule.name, rule.action.models, rule.action.selection)
+        return self
 
     @model_validator(mode="after")
     def _check_cache(self) -> Policy:

@@ -32,8 +32,15 @@ from grpc_health.v1._async import HealthServicer
 
 from extproc.cache.service import build_semantic_cache
 from extproc.conversations.service import build_conversations
+from extproc.fleet.service import FleetService
 from extproc.observability.decision_log import DecisionLog
-from extproc.observability.metrics import ConversationMetrics, Metrics, SemanticCacheMetrics, live_metrics
+from extproc.observability.metrics import (
+    ConversationMetrics,
+    FleetMetrics,
+    Metrics,
+    SemanticCacheMetrics,
+    live_metrics,
+)
 from extproc.observability.observer import Observer, install_request_id_filter
 from extproc.observability.recent import RecentDecisions
 from extproc.observability.tracing import build_tracer
@@ -93,6 +100,7 @@ class ExtProcServer:
         self._stopping = asyncio.Event()
         self.state = "loading"  # loading | serving | draining, as /healthz reports it
         self.reloader: PolicyReloader | None = None
+        self.fleet: FleetService | None = None  # model selection's view of the upstreams (set at load)
         self.admin = (
             AdminServer(
                 self,
@@ -177,6 +185,15 @@ class ExtProcServer:
             self.service.conversations = conversations
             if self.metrics is not None:
                 self.metrics.add_source(ConversationMetrics(conversations).collect)
+        fleet = self.fleet = FleetService(self.settings)
+        fleet.apply_policy(policy.spec)
+        router.fleet = fleet.fleet
+        self.service.fleet = fleet.fleet
+        if conversations is not None:
+            conversations.unavailable = fleet.unavailable
+        if self.metrics is not None:
+            self.metrics.add_source(FleetMetrics(fleet.fleet, lambda: self.service.router).collect)
+        fleet.start()
         if self.decision_log is not None:
             self.decision_log.register_policy(policy)
         self.reloader = PolicyReloader(
@@ -217,6 +234,8 @@ class ExtProcServer:
         self.reloader.trigger("sighup")
 
     def _swapped(self, policy: CompiledPolicy) -> None:
+        if self.fleet is not None:
+            self.fleet.apply_policy(policy.spec)
         if self.decision_log is not None:
             self.decision_log.register_policy(policy)
         self.settler.request("policy reloaded", thaw=True)
@@ -245,6 +264,8 @@ class ExtProcServer:
             await asyncio.to_thread(self.service.cache.close)
         if self.service.conversations is not None:
             await self.service.conversations.close()
+        if self.fleet is not None:
+            await self.fleet.stop()
         if self.decision_log is not None:
             await asyncio.to_thread(self.decision_log.close)
         if self.admin is not None:

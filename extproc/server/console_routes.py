@@ -10,6 +10,8 @@
     GET /v1/console/conversations     the conversation store: its backend, entries, lookups by outcome,
                                       what answers taught it, the policy's part, and the ring's recent
                                       conversation lookups (names only: never a key, a session or an id)
+    GET /v1/console/fleet             model selection: each route's algorithm, each model's observed
+                                      latency, scraped load and cooldown, and the ring's recent selections
 
 The page itself posts to `/v1/explain` for its explain form. The `/v1/console/*` endpoints go through
 the admin server's one auth check like every other; only the static files are public. With a token
@@ -23,7 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from extproc.fleet.state import Fleet
 from extproc.policy.conditions import All, Any_, Condition, Leaf, Not
+from extproc.policy.schema import Decision, DefaultDecision, RouteAction
 from extproc.server.admin import AdminTarget, Handler, Response, json_response
 
 if TYPE_CHECKING:
@@ -92,7 +96,24 @@ class Console:
         routes[("GET", "/v1/console/stats")] = self._stats
         routes[("GET", "/v1/console/policy")] = self._policy
         routes[("GET", "/v1/console/conversations")] = self._conversations
+        routes[("GET", "/v1/console/fleet")] = self._fleet
         return routes
+
+    async def _fleet(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
+        router = self.target.live_router
+        if router is None:
+            return _error(503, "no policy loaded yet")
+        spec = router.policy.spec
+        rules: list[Decision | DefaultDecision] = [*spec.decisions, spec.default]
+        routes = {
+            rule.name: {"models": rule.action.models, **rule.action.selection.model_dump()}
+            for rule in rules
+            if isinstance(rule.action, RouteAction)
+        }
+        fleet = router.fleet
+        models = fleet.snapshot([m.name for m in spec.models]) if isinstance(fleet, Fleet) else None
+        recent = [r.to_dict() for r in self.recent.since(0) if r.selection is not None] if self.recent else []
+        return json_response(200, {"routes": routes, "models": models, "recent": recent[-RECENT_CONVERSATIONS:]})
 
     def _policy_version(self) -> str | None:
         router = self.target.live_router

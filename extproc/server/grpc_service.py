@@ -53,6 +53,7 @@ from extproc.server.stream_state import RequestState
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
     from extproc.conversations.service import Conversations
+    from extproc.fleet.state import Fleet
     from extproc.observability.observer import Observer
     from extproc.observability.tracing import StreamTracer
     from extproc.router import Router
@@ -81,6 +82,7 @@ class ExtProcService(ep_grpc.ExternalProcessorServicer):  # type: ignore[misc]
         self.cache = cache  # the semantic cache; None: no lookups, no stores
         self.shed_wait_s = shed_wait_s  # a message read later than this after it arrived is shed; 0: never
         self.conversations = conversations  # conversations kept on their model; None: off
+        self.fleet: Fleet | None = None  # what the store phase reports answers to (model selection)
         self.tracer = tracer  # OpenTelemetry spans per stream; None: no trace state at all
         # How late the loop runs (started by the server): a message has waited about that long
         # already when it is read, so its request deadline counts from then (server/loop_lag.py).

@@ -28,7 +28,8 @@ from extproc.protocol import anthropic
 from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import dumps
-from extproc.server import mutations
+from extproc.server import mutations, passthrough
+from extproc.server.passthrough import PASSTHROUGH_PATHS
 
 if TYPE_CHECKING:
     from extproc.cache.service import CacheLookup
@@ -125,6 +126,8 @@ class RequestPhase:
         router = self.backends.router
         if router is not None and router.policy.spec.mcp.servers and state.path == router.policy.spec.mcp.path:
             return await self.tools.mcp_request(data, state, router)
+        if router is not None and not state.headers_seen and state.path in PASSTHROUGH_PATHS:
+            return passthrough.answer(router.policy.spec, data)  # embeddings, audio: to the model it names
         if not state.headers_seen and state.path and state.path not in self.backends.inference_paths:
             return mutations.continue_request_body()  # a route that should not have sent us this: untouched
         return await self._decide(data, state, at_headers=False)
@@ -326,7 +329,7 @@ def decision_metadata(
     `respond` and `observe` turn on the response phases (tool rules, the store phase)."""
     model = outcome.model
     metadata: dict[str, object] = {
-        vsr.CLUSTER_KEY: model.cluster if model is not None else "",
+        vsr.CLUSTER_KEY: outcome.cluster or "",
         vsr.DECISION_KEY: outcome.decision or "none",
         vsr.MODEL_KEY: model.name if model is not None else "none",
         vsr.SIGNALS_KEY: state.client_headers.get(vsr.SIGNALS, "none"),
@@ -355,7 +358,20 @@ def decision_metadata(
     if conversation is not None and conversation.ticket is not None:
         metadata[vsr.CONVERSATION_KEY] = conversation.ticket
         metadata[vsr.OBSERVE_KEY] = "1"
+    if (unknown := outcome.unknown_model_header) is not None:
+        metadata[vsr.UNKNOWN_MODEL_KEY] = unknown
+    if (selection := outcome.selection_header) is not None and model is not None:
+        # The store phase reports the answer's status and time to its first byte to the fleet.
+        metadata[vsr.SELECTION_KEY] = selection
+        metadata[vsr.FLEET_KEY] = fleet_ticket(model.name)
+        metadata[vsr.OBSERVE_KEY] = "1"
     return metadata
+
+
+def fleet_ticket(model: str) -> str:
+    """What the store phase needs to report an answer to the fleet: the model and when it was sent
+    (wall clock: the store phase may run in another worker process of this host)."""
+    return f"{time.time():.6f} {model}"
 
 
 def canonical_path(raw: str) -> str:

@@ -11,6 +11,7 @@ Envoy holds it open for its deferred-close timeout).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ class StoreState:
     status: int = 0  # the upstream's
     content_type: str = ""  # lower-cased; "" from attributes (the cache reads it from the ticket)
     body: bytearray = field(default_factory=bytearray)
+    fleet_done: bool = True  # the fleet has this answer's status and first-byte time (or wants none)
 
 
 class ResponseStore:
@@ -50,10 +52,36 @@ class ResponseStore:
         if not store.started:
             store.started = True
             store.learner = self._learner_of(request)
+            store.fleet_done = self._report_to_fleet(request, phase)
         learned = self._learn(request, phase, store) if store.learner is not None else True
         if not store.cache_done:
             store.cache_done = self._observe_cache(request, phase, store)
-        return learned and store.cache_done
+        return learned and store.cache_done and store.fleet_done
+
+    def _report_to_fleet(self, request: Any, phase: str) -> bool:
+        """The answer's first message: its status and the time since the request was sent go to
+        the fleet (latency selection, cooldowns). A 5xx, or no status (Envoy's local reply for a
+        connection failure arrives as 503), counts as a failure."""
+        fleet = self.backends.fleet
+        if fleet is None:
+            return True
+        ticket = mutations.metadata_strings(request, vsr.DECISION_NAMESPACE).get(vsr.FLEET_KEY)
+        if ticket is None:
+            return True
+        sent, _, model = ticket.partition(" ")
+        try:
+            elapsed = max(time.time() - float(sent), 0.0)
+        except ValueError:
+            return True
+        if phase == "response_headers":
+            status, _ = mutations.status_and_type(request.response_headers)
+        elif phase == "response_body":
+            status = mutations.response_status_attribute(request)
+        else:
+            return True
+        failed = status == 0 or status >= 500
+        fleet.observe(model, failed=failed, latency_s=None if failed else elapsed)
+        return True
 
     def _run(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
     from extproc.conversations.service import Conversations
+    from extproc.fleet.state import Fleet
     from extproc.observability.observer import Observer
     from extproc.observability.tracing import StreamTrace
     from extproc.router import Router
@@ -24,6 +25,7 @@ class Backends(Protocol):
     router: Router | None  # None until the policy and models are loaded
     cache: SemanticCache | None
     conversations: Conversations | None
+    fleet: Fleet | None  # observed latency and failures per model (model selection); None: off
     observer: Observer | None
     inference_paths: frozenset[str]
     debug_headers: bool

@@ -49,6 +49,9 @@ def chat(text: str, **extra: object) -> dict[str, object]:
         ("privacy_guard.yaml", chat("My SSN is 123-45-6789, fill in the form"), "personal_data_in_house", "in-house"),
         ("coding_assistant.yaml", chat("Why does this segfault?\n```c\nint *p = 0; *p = 1;\n```"), "coding", "coder"),
         ("coding_assistant.yaml", chat("Tell me a joke"), "chat", "small-chat"),
+        # cost needs no fleet (explain has none): the cheaper of the two priced models
+        ("fleet.yaml", chat("Please summarize this meeting: we agreed on the plan."), "summaries", "small"),
+        ("fleet.yaml", chat("hello"), "general", "general-a"),
         (
             "coding_assistant.yaml",
             chat("Look it up", tools=[{"type": "function", "function": {"name": "search"}}]),

@@ -141,6 +141,29 @@ async def test_a_remembered_model_that_cannot_take_the_request_lets_it_move(rout
     assert (outcome.model.name, lookup.reason) == ("general", "model_gone")
 
 
+async def test_a_conversation_leaves_a_model_that_is_down_or_over_its_max_waiting(router: Router) -> None:
+    from extproc.fleet.service import FleetService
+
+    fleet = FleetService(Settings.load(None, environ={"VSR_FLEET__COOLDOWN_AFTER": "1"}))
+    service = Conversations(MemoryStore())
+    service.unavailable = fleet.unavailable
+    _, lookup = await routed(router, service, responses("please analyse this"), "/v1/responses")
+    await answered(service, lookup, response_answer("resp_fleet"))
+    kept, lookup = await routed(router, service, responses("more?", "resp_fleet"), "/v1/responses")
+    assert (kept.model.name, lookup.state) == ("big", "followed")
+    fleet.fleet.observe("big", failed=True, latency_s=None)  # cooled down after one failure
+    moved, lookup = await routed(router, service, responses("more?", "resp_fleet"), "/v1/responses")
+    assert (moved.model.name, lookup.state, lookup.reason) == ("general", "moved", "model_down")
+    assert any("model_down" in note for note in moved.notes)
+    fleet.fleet.observe("big", failed=False, latency_s=0.1)
+    spec = router.policy.spec
+    busy = spec.model_copy(update={"models": [m.model_copy(update={"max_waiting": 5}) for m in spec.models]})
+    fleet.fleet.set_load("big", running=1.0, waiting=9.0, kv_cache=None)
+    outcome = await router.route(responses("more?", "resp_fleet"), path="/v1/responses")
+    lookup = await service.follow(outcome, busy, tenant=TENANT, session=None)
+    assert (outcome.model.name, lookup.state, lookup.reason) == ("general", "moved", "over_max_waiting")
+
+
 async def test_store_false_is_not_learned(router: Router) -> None:
     service = Conversations(MemoryStore())
     _, lookup = await routed(router, service, responses("hi", store=False), "/v1/responses")

@@ -40,6 +40,7 @@ def full_row(row: DecisionRow) -> DecisionRow:
         cache="bypass:no-cache",
         reasoning="on:high",
         conversation={"state": "followed", "key": "session", "remembered_model": "big", "reason": None},
+        selection="latency:big 41ms<120ms",
     )
 
 

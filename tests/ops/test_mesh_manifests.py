@@ -58,6 +58,7 @@ API_VERSIONS: dict[Path, dict[str, str]] = {
         "HTTPRoute": "gateway.networking.k8s.io/v1",
         "EnvoyExtensionPolicy": "gateway.envoyproxy.io/v1alpha1",
         "ClientTrafficPolicy": "gateway.envoyproxy.io/v1alpha1",
+        "BackendTrafficPolicy": "gateway.envoyproxy.io/v1alpha1",
     },
     ISTIO_DIR: {
         "Namespace": "v1",
@@ -66,6 +67,7 @@ API_VERSIONS: dict[Path, dict[str, str]] = {
         "Gateway": "networking.istio.io/v1",
         "VirtualService": "networking.istio.io/v1",
         "EnvoyFilter": "networking.istio.io/v1alpha3",
+        "DestinationRule": "networking.istio.io/v1",
     },
 }
 CLUSTER_SCOPED = {"Namespace", "GatewayClass"}
@@ -669,3 +671,46 @@ def test_the_validation_harness_catches_a_broken_filter(tmp_path: Path, breakage
     proc = envoy_validate(istio_bootstrap(docs, broken), tmp_path, "broken.yaml")
     assert proc.returncode != 0, "envoy accepted a broken filter: the harness proves nothing"
     assert evidence in proc.stdout + proc.stderr
+
+
+# -- model server health (model selection's failover) ------------------------------------------------
+
+
+def _rendered_outlier_detection() -> dict[str, object]:
+    """What envoy/envoy.yaml gives every model cluster."""
+    rendered = yaml.safe_load((REPO / "envoy" / "envoy.yaml").read_text())
+    clusters = {c["name"]: c for c in rendered["static_resources"]["clusters"]}
+    detection: dict[str, object] = clusters["general"]["outlier_detection"]
+    assert clusters["general"]["health_checks"][0]["http_health_check"]["path"] == "/health"
+    return detection
+
+
+def test_envoy_gateway_checks_model_health_as_the_envoy_config_does() -> None:
+    policy = find(load_docs(EG_DIR), "BackendTrafficPolicy")
+    assert policy["spec"]["targetRefs"][0]["name"] == find(load_docs(EG_DIR), "HTTPRoute")["metadata"]["name"]
+    check = policy["spec"]["healthCheck"]
+    assert check["active"]["http"]["path"] == "/health"
+    rendered = _rendered_outlier_detection()
+    assert check["passive"]["consecutive5XxErrors"] == rendered["consecutive_5xx"]
+    assert check["passive"]["consecutiveGatewayErrors"] == rendered["consecutive_gateway_failure"]
+
+
+def test_istio_ejects_failing_model_servers_of_every_routed_service() -> None:
+    docs = load_docs(ISTIO_DIR)
+    rules = {
+        d["spec"]["host"]: d["spec"]["trafficPolicy"]["outlierDetection"]
+        for d in docs
+        if d["kind"] == "DestinationRule"
+    }
+    routed = {
+        route["destination"]["host"]
+        for doc in docs
+        if doc["kind"] == "VirtualService"
+        for http in doc["spec"]["http"]
+        for route in http["route"]
+    }
+    assert routed <= set(rules), routed - set(rules)
+    rendered = _rendered_outlier_detection()
+    for detection in rules.values():
+        assert detection["consecutive5xxErrors"] == rendered["consecutive_5xx"]
+        assert detection["consecutiveGatewayErrors"] == rendered["consecutive_gateway_failure"]

@@ -19,7 +19,7 @@ ARCHITECTURE = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
 # Paths the docs give as examples of a user's own files, not files of the repository.
 PLACEHOLDERS = {"policies/new.yaml"}
 ROOTS = "extproc|tests|bench|policies|envoy|docker|docs"
-SUBPACKAGES = "ops|server|signals|policy|protocol|models|tools|cli|observability|cache|conversations|agents|testing|detectors"
+SUBPACKAGES = "ops|server|signals|policy|protocol|models|tools|cli|observability|cache|conversations|fleet|agents|testing|detectors"
 ROOTED = re.compile(rf"(?<![\w./-])((?:{ROOTS})/[\w./*-]*[\w*/])")
 # A path inside the package written without `extproc/` (`ops/envoy_config/options.py`).
 INNER = re.compile(rf"(?<![\w./-])((?:{SUBPACKAGES})/[\w./-]*\.(?:py|yaml|jsonl|json|md|c|html))\b")

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("extproc.policy",),
     ("extproc.outcome",),
     ("extproc.router",),
-    ("extproc.agents", "extproc.cache", "extproc.conversations"),
+    ("extproc.agents", "extproc.cache", "extproc.conversations", "extproc.fleet"),
     ("extproc.observability",),
     ("extproc.server",),
     ("extproc.ops",),

@@ -331,6 +331,8 @@ def test_policy_tree_orders_decisions_and_keeps_every_node(settings: Settings) -
     assert [d["name"] for d in tree["decisions"]] == ["high", "low"]  # by priority, highest first
     high = tree["decisions"][0]
     assert high["priority"] == 50 and high["description"] == "a bug report that is not rude"
+    selection = high["action"].pop("selection")  # model selection: the route's algorithm and options
+    assert selection["algorithm"] == "ordered" and selection["failover"] is False
     assert high["action"] == {"type": "route", "models": ["b", "a"], "reasoning": None}
     when = high["when"]
     assert when["op"] == "all" and [c["op"] for c in when["children"]] == ["any", "not"]
@@ -508,3 +510,16 @@ async def test_explain_says_whether_a_conversation_would_be_kept(tmp_path: Path)
         }
         rejected = (await client.post("/v1/explain", content=chat("jailbreak please"))).json()
         assert rejected["conversation"] is None  # not routed: no conversation to keep
+
+
+async def test_fleet_panel_shows_each_routes_selection_and_each_models_observations(tmp_path: Path) -> None:
+    async with serving(console_settings(tmp_path)) as (server, _), admin(server) as client:
+        router = server.live_router
+        assert router is not None and server.fleet is not None
+        model = router.policy.spec.models[0].name
+        server.fleet.fleet.observe(model, failed=False, latency_s=0.042)
+        fleet = (await client.get("/v1/console/fleet")).json()
+        assert fleet["routes"][router.policy.spec.default.name]["algorithm"] == "ordered"
+        assert fleet["models"][model]["latency_ms"] == 42.0 and fleet["models"][model]["requests"] == 1
+        metrics = (await client.get("/metrics")).text
+        assert f'vsr_model_latency_ms{{model="{model}"}} 42.0' in metrics

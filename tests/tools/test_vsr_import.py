@@ -279,6 +279,26 @@ def test_algorithms_other_than_static_are_approximated() -> None:
     assert "confidence selection as the ordered model list" in find(result, "decisions[1].algorithm")[0].why
 
 
+def test_latency_aware_and_multi_factor_algorithms_become_selection() -> None:
+    decisions = [
+        dec("l", 3, leaf("keyword", "a"), "m/a", "m/b", algorithm={"type": "latency_aware"}),
+        dec(
+            "c",
+            2,
+            leaf("keyword", "b"),
+            "m/a",
+            "m/b",
+            algorithm={"type": "multi_factor", "weights": {"cost": 0.6, "latency": 0.2, "quality": 0.2}},
+        ),
+        dec("q", 1, leaf("keyword", "c"), "m/a", "m/b", algorithm={"type": "elo"}),
+    ]
+    result = imported(flat(keyword_rules=[kw("a", "x"), kw("b", "y"), kw("c", "z")], decisions=decisions))
+    actions = {d["name"]: d["action"] for d in result.policy["decisions"]}
+    assert [actions[n].get("selection") for n in ("l", "c", "q")] == ["latency", "cost", None]
+    assert find(result, "decisions[0].algorithm", "mapped")
+    assert "quality factor has no counterpart" in find(result, "decisions[1].algorithm")[0].why
+
+
 # -- reasoning (issue 22 fields: reported today, mapped once the schema has them) -----------------------
 
 

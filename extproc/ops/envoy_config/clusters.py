@@ -1,4 +1,14 @@
-"""The clusters: the ext_proc server's, one per upstream, the tracing collector's, the undecided one."""
+"""The clusters: the ext_proc server's, one per upstream, the failover aggregates, the tracing
+collector's, the undecided one.
+
+Model upstreams are health-checked (vLLM's `GET /health`) and have outlier detection (consecutive
+5xx and gateway failures eject a host), so Envoy stops sending to a server that is down before
+the router's own cooldown notices. A failover aggregate (`envoy.clusters.aggregate`) lists the
+chosen model's cluster, then its fallback's: Envoy sends to the first while it has healthy hosts
+and spills to the second when it does not; the route's retry policy (`routing.failover_retry`)
+retries a failed attempt on the next priority, so the request that fails is answered by the
+fallback without the client seeing the error.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,7 @@ from extproc.ops.envoy_config.options import (
     EXT_PROC_CLUSTER,
     OTEL_COLLECTOR_CLUSTER,
     UNDECIDED_CLUSTER,
+    UPSTREAM_HEALTH_PATH,
     EnvoyOptions,
     EnvoyTracing,
     MiB,
@@ -18,15 +29,24 @@ with quiet_library_imports():
         CircuitBreakers,
         CircuitBreakersThresholds,
         Cluster,
+        ClusterCustomClusterType,
         ClusterDiscoveryType,
+        ClusterLbPolicy,
+        OutlierDetection,
     )
-    from envoy_data_plane.envoy.config.core.v3 import HealthCheck, HealthCheckGrpcHealthCheck, Http2ProtocolOptions
+    from envoy_data_plane.envoy.config.core.v3 import (
+        HealthCheck,
+        HealthCheckGrpcHealthCheck,
+        HealthCheckHttpHealthCheck,
+        Http2ProtocolOptions,
+    )
     from envoy_data_plane.envoy.config.endpoint.v3 import (
         ClusterLoadAssignment,
         Endpoint,
         LbEndpoint,
         LocalityLbEndpoints,
     )
+    from envoy_data_plane.envoy.extensions.clusters.aggregate.v3 import ClusterConfig as AggregateClusterConfig
     from envoy_data_plane.envoy.extensions.upstreams.http.v3 import (
         HttpProtocolOptions,
         HttpProtocolOptionsExplicitHttpConfig,
@@ -83,7 +103,9 @@ def ext_proc_cluster(options: EnvoyOptions) -> Cluster:
 
 
 def upstream_cluster(upstream: Upstream, options: EnvoyOptions) -> Cluster:
-    return Cluster(
+    if upstream.kind == "failover":
+        return failover_cluster(upstream)
+    cluster = Cluster(
         name=upstream.cluster,
         type=ClusterDiscoveryType.STATIC if is_ip(upstream.host) else ClusterDiscoveryType.STRICT_DNS,
         connect_timeout=duration(5.0),
@@ -95,6 +117,37 @@ def upstream_cluster(upstream: Upstream, options: EnvoyOptions) -> Cluster:
                     lb_endpoints=[LbEndpoint(endpoint=Endpoint(address=socket_address(upstream.host, upstream.port)))]
                 )
             ],
+        ),
+    )
+    if upstream.kind == "model" and options.upstream_health:
+        cluster.health_checks = [
+            HealthCheck(
+                timeout=duration(1.0),
+                interval=duration(options.upstream_health_interval_s),
+                unhealthy_threshold=2,
+                healthy_threshold=1,
+                http_health_check=HealthCheckHttpHealthCheck(path=UPSTREAM_HEALTH_PATH),
+            )
+        ]
+        cluster.outlier_detection = OutlierDetection(
+            consecutive_5xx=5,
+            consecutive_gateway_failure=2,
+            interval=duration(2.0),
+            base_ejection_time=duration(15.0),
+            max_ejection_percent=100,  # one host per cluster: it may be ejected; the aggregate spills over
+        )
+    return cluster
+
+
+def failover_cluster(upstream: Upstream) -> Cluster:
+    """An aggregate over `upstream.members` in priority order (the chosen model's cluster first)."""
+    return Cluster(
+        name=upstream.cluster,
+        connect_timeout=duration(5.0),
+        lb_policy=ClusterLbPolicy.CLUSTER_PROVIDED,
+        cluster_type=ClusterCustomClusterType(
+            name="envoy.clusters.aggregate",
+            typed_config=typed(AggregateClusterConfig(clusters=list(upstream.members))),
         ),
     )
 

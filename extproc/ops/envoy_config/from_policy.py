@@ -135,3 +135,39 @@ def _default_model_name(default: Any) -> str | None:
         if isinstance(action, dict):
             return _default_model_name(action)
     return None
+
+
+def failover_upstreams(policy_path: Path | str, upstreams: Sequence[Upstream]) -> list[Upstream]:
+    """The failover aggregates the policy's routes need: for every route whose `selection` says
+    `failover: true`, one aggregate per ordered pair of its models' distinct clusters (the router
+    names `primary__or__fallback`, the chosen model's cluster and the next capable one's)."""
+    from extproc.policy.selection import failover_cluster
+
+    data = yaml.safe_load(Path(policy_path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        return []
+    cluster_of = {str(m["name"]): str(m.get("cluster") or m["name"]) for m in data.get("models") or [] if "name" in m}
+    by_cluster = {u.cluster: u for u in upstreams}
+    listed = data.get("decisions")
+    rules: list[Any] = [*(listed if isinstance(listed, list) else []), data.get("default")]
+    pairs: dict[str, Upstream] = {}
+    for rule in rules:
+        action = rule.get("action") if isinstance(rule, dict) else None
+        selection = action.get("selection") if isinstance(action, dict) else None
+        if not isinstance(action, dict) or not isinstance(selection, dict) or not selection.get("failover"):
+            continue
+        clusters = list(dict.fromkeys(cluster_of[m] for m in action.get("models") or [] if m in cluster_of))
+        for primary in clusters:
+            for fallback in clusters:
+                first = by_cluster.get(primary)
+                if primary == fallback or first is None or fallback not in by_cluster:
+                    continue
+                name = failover_cluster(primary, fallback)
+                pairs[name] = Upstream(
+                    cluster=name,
+                    host=first.host,
+                    port=first.port,
+                    kind="failover",
+                    members=(primary, fallback),
+                )
+    return list(pairs.values())

@@ -27,6 +27,7 @@ DEMO_REPLY_HEADER = "x-demo-reply"  # scripts the demo upstream's answer; remove
 DEMO_ERROR_HEADER = "x-demo-error"  # scripts a demo upstream failure; removed the same way
 DEMO_HEADERS = [DEMO_REPLY_HEADER, DEMO_ERROR_HEADER]
 MiB = 1024 * 1024
+UPSTREAM_HEALTH_PATH = "/health"  # vLLM's health endpoint: 200 once the engine serves
 # The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
 # own path normalisation these are every spelling an upstream would serve as an inference call.
 INFERENCE_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in API_PATHS) + ")/*$"
@@ -46,7 +47,9 @@ class Upstream:
     host: str
     port: int
     models: tuple[str, ...] = ()  # the policy models it serves; for an MCP server, its name
-    kind: Literal["model", "mcp"] = "model"
+    kind: Literal["model", "mcp", "failover"] = "model"
+    # A failover aggregate: its member clusters, in priority order (host and port: the first's).
+    members: tuple[str, ...] = ()
 
     @property
     def demo(self) -> bool:
@@ -142,3 +145,6 @@ class EnvoyOptions:
     mcp_path: str = "/mcp"
     # The policy's conversations.session_header, copied (not moved) into vsr.request metadata.
     session_header: str | None = None
+    # Model upstreams: active health checks (GET /health) and outlier detection (clusters.py).
+    upstream_health: bool = True
+    upstream_health_interval_s: float = 5.0

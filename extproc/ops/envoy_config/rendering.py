@@ -27,6 +27,7 @@ from extproc.ops.envoy_config.filters import (
 )
 from extproc.ops.envoy_config.from_policy import (
     default_cluster_of,
+    failover_upstreams,
     mcp_upstreams_from_policy,
     plugin_header_names,
     session_header_of,
@@ -95,11 +96,17 @@ def to_plain(message: betterproto2.Message) -> dict[str, Any]:
 _EXT_PROC_TYPE = "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor"
 
 
+_MISCASED = {"consecutive_5_xx": "consecutive_5xx", "enforcing_consecutive_5_xx": "enforcing_consecutive_5xx"}
+
+
 def _state_defaults(node: Any) -> None:
     """Proto-JSON omits default values; write the ones a reader must see (the failure mode)."""
     if isinstance(node, dict):
         if node.get("@type") == _EXT_PROC_TYPE:
             node.setdefault("failure_mode_allow", False)
+        for wrong, right in _MISCASED.items():  # the snake-casing splits digits off: 5xx -> 5_xx
+            if wrong in node:
+                node[right] = node.pop(wrong)
         for value in node.values():
             _state_defaults(value)
     elif isinstance(node, list):
@@ -182,6 +189,7 @@ def render(
     if options.session_header is None:
         options = replace(options, session_header=session_header_of(policy_path))
     upstreams = upstreams_from_policy(policy_path, overrides)
+    upstreams = [*upstreams, *failover_upstreams(policy_path, upstreams)]
     mcp_upstreams = mcp_upstreams_from_policy(policy_path, overrides)
     default = default_cluster_of(policy_path, upstreams)
     name = Path(policy_path).name
@@ -243,7 +251,10 @@ def render(
 
 
 def _cluster_list(upstreams: Sequence[Upstream]) -> str:
-    return ", ".join(f"{u.cluster}={u.host}:{u.port}" for u in upstreams)
+    return ", ".join(
+        f"{u.cluster}={'+'.join(u.members)}" if u.kind == "failover" else f"{u.cluster}={u.host}:{u.port}"
+        for u in upstreams
+    )
 
 
 def _display(path: Path | str) -> str:

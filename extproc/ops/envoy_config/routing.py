@@ -24,6 +24,10 @@ from extproc.ops.envoy_config.options import (
 )
 from extproc.policy.models_list import MODELS_PATH
 from extproc.protocol.translate import CHAT_PATH
+from extproc.server.passthrough import PASSTHROUGH_PATHS
+
+# Requests the router does not classify (embeddings, audio, ...): ext_proc reads the model they name.
+PASSTHROUGH_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in sorted(PASSTHROUGH_PATHS)) + ")/*$"
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.core.v3 import (
@@ -33,6 +37,8 @@ with quiet_library_imports():
     )
     from envoy_data_plane.envoy.config.route.v3 import (
         HeaderMatcher,
+        RetryPolicy,
+        RetryPolicyRetryPriority,
         Route,
         RouteAction,
         RouteMatch,
@@ -45,6 +51,7 @@ with quiet_library_imports():
         ProcessingModeBodySendMode,
         ProcessingModeHeaderSendMode,
     )
+    from envoy_data_plane.envoy.extensions.retry.priority.previous_priorities.v3 import PreviousPrioritiesConfig
     from envoy_data_plane.envoy.type.matcher.v3 import (
         MetadataMatcher,
         MetadataMatcherPathSegment,
@@ -79,6 +86,7 @@ def routes(
         for upstream in upstreams
         for combination in combinations
     ]
+    result.extend(_passthrough_routes(upstreams, default_cluster, options, off))
     result.extend(_mcp_routes(mcp_upstreams, options, off))
     result.append(_models_route(options, off))
     result.extend(_fallback_routes(upstreams, default_cluster, options, inference, off))
@@ -128,10 +136,13 @@ def _decision_route(
         suffix += "-store"
     else:
         per_filter.update(_no_cache_store(options))
+    action = RouteAction(cluster=upstream.cluster, timeout=duration(options.route_timeout_s))
+    if upstream.kind == "failover":
+        action.retry_policy = failover_retry()
     return Route(
         name=f"vsr-{upstream.cluster}{suffix}",
         match=RouteMatch(safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers),
-        route=_translated(RouteAction(cluster=upstream.cluster, timeout=duration(options.route_timeout_s)), translate),
+        route=_translated(action, translate),
         request_headers_to_add=[
             _from_decision(vsr.DECISION, "decision"),
             _from_decision(vsr.MODEL, "model"),
@@ -146,9 +157,69 @@ def _decision_route(
             _from_decision(vsr.TRACE, "trace"),
             _from_decision(vsr.CACHE, "cache"),
             _from_decision(vsr.REASONING, "reasoning"),
+            _from_decision(vsr.SELECTION, vsr.SELECTION_KEY),
+            _from_decision(vsr.UNKNOWN_MODEL, vsr.UNKNOWN_MODEL_KEY),
         ],
         typed_per_filter_config=per_filter,
     )
+
+
+def failover_retry() -> RetryPolicy:
+    """Retry a failed attempt once, on the aggregate's next priority (the fallback model's cluster).
+
+    Why an aggregate cluster with a retry across priorities, not two routes: the retry happens
+    inside Envoy on the buffered request, so the client never sees the first attempt fail; the
+    aggregate also spills over without a failed attempt at all once health checks or outlier
+    detection mark the primary's hosts unhealthy. Retried: connection failures, refused streams,
+    resets before the answer, and 503 (vLLM's answer while it starts or sheds). Not 500/502/504:
+    a request that broke one model, or timed out on it, is not worth a second generation.
+    """
+    return RetryPolicy(
+        retry_on="connect-failure,refused-stream,reset,retriable-status-codes",
+        retriable_status_codes=[503],
+        num_retries=1,
+        retry_priority=RetryPolicyRetryPriority(
+            name="envoy.retry_priorities.previous_priorities",
+            typed_config=typed(PreviousPrioritiesConfig(update_frequency=1)),
+        ),
+    )
+
+
+def _passthrough_routes(
+    upstreams: Sequence[Upstream], default_cluster: str, options: EnvoyOptions, off: Mapping[str, AnyMessage]
+) -> list[Route]:
+    """Embeddings, audio and the like: ext_proc reads the `model` the body names and routes to that
+    policy model's cluster (`server.passthrough`), or answers 404; without its answer (unknown
+    models routed on), the default cluster, as the fallback route would."""
+    timeout = duration(options.route_timeout_s)
+    post = [HeaderMatcher(name=":method", string_match=StringMatcher(exact="POST"))]
+    out = [
+        Route(
+            name=f"vsr-{upstream.cluster}-passthrough",
+            match=RouteMatch(
+                safe_regex=RegexMatcher(regex=PASSTHROUGH_PATH_REGEX),
+                headers=post,
+                dynamic_metadata=[_decision_is("cluster", upstream.cluster)],
+            ),
+            route=RouteAction(cluster=upstream.cluster, timeout=timeout),
+            request_headers_to_remove=[] if upstream.demo else list(DEMO_HEADERS),
+            response_headers_to_add=[_from_decision(vsr.DECISION, "decision"), _from_decision(vsr.MODEL, "model")],
+            typed_per_filter_config=dict(off),
+        )
+        for upstream in upstreams
+        if upstream.kind == "model"
+    ]
+    default_is_demo = any(u.cluster == default_cluster and u.demo for u in upstreams)
+    out.append(
+        Route(
+            name="vsr-passthrough-undecided",
+            match=RouteMatch(safe_regex=RegexMatcher(regex=PASSTHROUGH_PATH_REGEX), headers=post),
+            route=RouteAction(cluster=default_cluster, timeout=timeout),
+            request_headers_to_remove=[] if default_is_demo else list(DEMO_HEADERS),
+            typed_per_filter_config=dict(off),
+        )
+    )
+    return out
 
 
 def _fallback_routes(

@@ -98,7 +98,9 @@ class DecisionMapper(ProjectionMapper):
         reasoning = self._route_reasoning(self.reasoning_of_refs, path, item)
         if reasoning is not None:
             body["action"]["reasoning"] = reasoning
-        self._algorithm(d.get("algorithm"), f"{path}.algorithm", item)
+        selection = self._algorithm(d.get("algorithm"), f"{path}.algorithm", item)
+        if selection is not None and len(models) > 1:
+            body["action"]["selection"] = selection
         guards = self._plugins(d, path, item, body)
         self.mapped(item, path, f"as decision (priority from {priority})")
         return VsrDecision(vsr_name, path, priority, when, body, guards)
@@ -276,19 +278,37 @@ class DecisionMapper(ProjectionMapper):
             self.mapped(f"{item} reasoning", rpath, f"as route reasoning {setting}")
         return setting
 
-    def _algorithm(self, raw: Any, path: str, item: str) -> None:
+    def _algorithm(self, raw: Any, path: str, item: str) -> str | None:
+        """VSR's model-selection algorithm as a route `selection` (docs/selection.md): static ->
+        ordered, latency-aware -> latency, multi-factor -> its heaviest of cost and latency (its
+        quality factor has no counterpart); the learned ones (Elo, RouterDC, AutoMix, ...) -> ordered."""
         algo = as_mapping(raw)
         if not algo:
-            return
-        kind = str(algo.get("type", "static"))
+            return None
+        kind = str(algo.get("type", "static")).lower().replace("-", "_")
         if kind == "static":
             self.mapped(f"{item} algorithm", path, "as the ordered model list (first model that fits)")
-        else:
+            return None
+        if kind in ("latency_aware", "latency"):
+            self.mapped(f"{item} algorithm", path, "as selection: latency (observed, decayed time to first byte)")
+            return "latency"
+        if kind in ("multi_factor", "multifactor"):
+            factors = as_mapping(algo.get("weights") or algo.get("factors") or algo.get("multi_factor"))
+            cost, latency = _weight(factors, "cost"), _weight(factors, "latency")
+            chosen = "cost" if cost >= latency and cost > 0 else "latency"
             self.approx(
                 f"{item} algorithm",
                 path,
-                f"approximated: {kind} selection as the ordered model list (first model that fits)",
+                f"approximated: multi-factor selection as selection: {chosen} (its heaviest of cost {cost:g} and "
+                f"latency {latency:g}); the quality factor has no counterpart",
             )
+            return chosen
+        self.approx(
+            f"{item} algorithm",
+            path,
+            f"approximated: {kind} selection as the ordered model list (first model that fits)",
+        )
+        return None
 
     def _plugins(
         self, d: Mapping[str, Any], path: str, item: str, body: dict[str, Any]
@@ -496,3 +516,12 @@ class DecisionMapper(ProjectionMapper):
                 )
                 out.append(VsrDecision(name, path, 0, dict(leaf), body))
         return out
+
+
+def _weight(factors: Mapping[str, Any], name: str) -> float:
+    """A multi-factor weight by name (`cost`, `cost_weight`), 0 when absent or not a number."""
+    for key in (name, f"{name}_weight"):
+        value = factors.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return 0.0
