@@ -45,6 +45,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "partition": ("extproc.signals.derived", "PartitionSpec", "PartitionSignal"),
     "feature": ("extproc.signals.features", "FeatureSpec", "FeatureSignal"),
     "kb": ("extproc.signals.kb", "KbSpec", "KbSignal"),
+    "reask": ("extproc.signals.reask", "ReaskSpec", "ReaskSignal"),
 }
 
 

@@ -170,15 +170,16 @@ def test_rule_trees_map_and_or_not_and_collapse_single_children() -> None:
     assert find(bare, "decisions[0].rules", "mapped")
 
 
-def test_unmapped_leaves_prune_only_where_the_decision_fires_less_often() -> None:
+def test_unmapped_leaves_prune_where_the_decision_fires_less_often_or_read_false_under_not() -> None:
     keywords = [kw("k", "kword"), kw("j", "jword")]
     fc = leaf("fact_check", "needs_fact_check")
     cases = {
         "or_pos": ({"operator": "OR", "conditions": [leaf("keyword", "k"), fc]}, {"signal": "k"}),
         "and_pos": ({"operator": "AND", "conditions": [leaf("keyword", "k"), fc]}, None),
+        # the unmapped leaf reads as never matching under a NOT: fires more often, and the report says so
         "not_or": (
-            {"operator": "NOT", "conditions": [{"operator": "OR", "conditions": [leaf("keyword", "k"), fc]}]},
-            None,
+            {"operator": "NOT", "conditions": [{"operator": "OR", "conditions": [leaf("keyword", "j"), fc]}]},
+            {"not": {"signal": "j"}},
         ),
         "not_and": (
             {"operator": "NOT", "conditions": [{"operator": "AND", "conditions": [leaf("keyword", "k"), fc]}]},
@@ -197,7 +198,9 @@ def test_unmapped_leaves_prune_only_where_the_decision_fires_less_often() -> Non
             assert name not in names
         else:
             assert decision(result, name)["when"] == expected
-            assert any("left out (fires less often)" in i.why for i in find(result, "rules", "approximated"))
+            assert any("left out (fires " in i.why for i in find(result, "rules", "approximated"))
+    more = [i.why for i in find(result, "rules", "approximated") if "fires more often" in i.why]
+    assert len(more) == 1 and "read as never matching under a NOT" in more[0]
     assert find(result, "conditions[1]", "unmapped")[0].why.startswith("no counterpart: VSR's fact-check")
 
 

@@ -6,8 +6,9 @@ matches nothing. For each imported `semantic` signal the calibration embeds its 
 every other text the recipe holds (the other rules' candidates, complexity and knowledge-base
 exemplars): a candidate's similarity to the rest of its own set (leave one out) stands for a
 request the rule should take, another rule's text's similarity to the set for one it should not.
-The threshold that best separates the two (balanced accuracy, the middle of the best stretch)
-replaces VSR's. No probe is read: only the recipe.
+The threshold that best separates the two (balanced accuracy, the middle of the best stretch),
+raised where needed so that at most a tenth of the other texts pass it, replaces VSR's. No probe
+is read: only the recipe.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.tools.vsr_import.report import ImportResult, ReportItem
+
+NEGATIVE_QUANTILE = 0.9
 
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
 
@@ -71,7 +74,11 @@ def calibrate(result: ImportResult, embed: Embed) -> None:
         np.fill_diagonal(sims, -1.0)
         positives = sims.max(axis=1).tolist()
         negatives = (vectors[[row[t] for t in others]] @ mine.T).max(axis=1).tolist()
-        threshold = round(best_threshold(positives, negatives), 3)
+        # A rule with few, varied candidates has low leave-one-out similarities, and the best cut then
+        # falls below most of the recipe's other texts: the rule would take their requests too. So the
+        # threshold is at least the similarity that all but a tenth of the other texts stay under.
+        floor = float(np.quantile(negatives, NEGATIVE_QUANTILE))
+        threshold = round(max(best_threshold(positives, negatives), floor), 3)
         before = spec.get("threshold")
         spec["threshold"] = threshold
         if isinstance(before, int | float) and 0.0 < float(before) < 1.0:

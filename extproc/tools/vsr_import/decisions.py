@@ -142,11 +142,16 @@ class DecisionMapper(ProjectionMapper):
                 return {"const": not absorbing}
         kept = [c for c in children if c is not None]
         if len(kept) < len(children):
-            # Dropping an unknown child is sound only where it can make the tree fire less, never more.
-            may_drop = (op == "OR") == positive
-            if not kept or not may_drop:
+            # Dropping an unknown child where that can only make the tree fire less is sound. An OR
+            # under a NOT is the other case: VSR recipes exclude other lanes with NOT(any of ...), and
+            # dropping the decision would lose its lane. There the unmapped leaf reads as never
+            # matching (VSR's classifier not firing), so the decision fires more often; the report
+            # says so. A positive AND with an unmapped branch is still left out.
+            sound = (op == "OR") == positive
+            if not kept or not (sound or op == "OR"):
                 return None
-            notes.append(f"{len(children) - len(kept)} unmapped branch(es) of an {op} left out (fires less often)")
+            effect = "fires less often" if sound else "fires more often: read as never matching under a NOT"
+            notes.append(f"{len(children) - len(kept)} unmapped branch(es) of an {op} left out ({effect})")
         if len(kept) == 1:
             return kept[0]
         return {"all" if op == "AND" else "any": kept}

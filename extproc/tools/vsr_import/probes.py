@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ from extproc.signals.base import BuildContext
 from extproc.tools.vsr_import.calibration import Embed
 from extproc.tools.vsr_import.importer import import_vsr
 from extproc.tools.vsr_import.report import ImportResult, render_policy
+
+PROBE_DEADLINE_MS = 120_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,10 @@ def score_recipe(
     """Import `config_path`, route every probe of `probes_path` through the result, count agreements."""
     score = RecipeScore(name)
     probes = load_probes(probes_path)
+    # VSR's probe runner waits minutes per request; a probe is a test of the decision, not of latency,
+    # so a signal still loading its model (or a busy machine) must not turn into an unknown here.
+    dispatch = settings.dispatch.model_copy(update={"request_deadline_ms": PROBE_DEADLINE_MS})
+    settings = settings.model_copy(update={"dispatch": dispatch})
     executor = HeavyExecutor(settings.dispatch.executor_workers, settings.dispatch.torch_threads)
     models = ModelRegistry()
     ctx = BuildContext(settings=settings, executor=executor, models=models)
@@ -147,7 +153,9 @@ def score_recipe(
             score.outcomes = [ProbeOutcome(p, None, False) for p in probes]
             return score
         score.result = result
-        policy = compile_text(render_policy(result, source=config_path.name), ctx, loader=PolicyLoader(file=name))
+        # The same reason as the request deadline: no signal times out while its model loads.
+        patient = replace(result, policy={**result.policy, "signal_timeout_ms": PROBE_DEADLINE_MS})
+        policy = compile_text(render_policy(patient, source=config_path.name), ctx, loader=PolicyLoader(file=name))
         router = Router(settings, policy, executor=executor, models=models)
         score.outcomes = asyncio.run(route_probes(router, probes))
     except Exception as exc:

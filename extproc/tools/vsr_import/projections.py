@@ -73,6 +73,17 @@ class ProjectionMapper(SignalMapper):
     def _sig_conversation(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         return self._feature(raw, path, item)
 
+    def _sig_reask(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
+        lookback = int(raw.get("lookback_turns", 1))
+        threshold = float(raw.get("threshold", 0.8))
+        self.approx(
+            item,
+            path,
+            f"approximated as reask signal (lookback {lookback}, threshold {threshold:g}): the turns' likeness is "
+            "lexical (shared words over the shorter turn's words), not VSR's embedding similarity",
+        )
+        return {"name": raw["name"], "type": "reask", "lookback_turns": lookback, "threshold": threshold}
+
     # -- knowledge bases
     def _sig_kb(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:
         kb_name = str(raw.get("kb", ""))

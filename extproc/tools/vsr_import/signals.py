@@ -74,6 +74,7 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "conversation": (frozenset({"description", "feature", "name", "predicate"}), {}),
     "structure": (frozenset({"description", "feature", "name", "predicate"}), {}),
     "kb": (frozenset({"description", "kb", "match", "name", "target", "threshold"}), {}),
+    "reask": (frozenset({"description", "lookback_turns", "name", "threshold"}), {}),
     "language": (frozenset({"description", "name", "threshold"}), {}),
     "context": (frozenset({"description", "max_tokens", "min_tokens", "name"}), {}),
     "jailbreak": (

@@ -69,7 +69,6 @@ UNMAPPED_SIGNALS: dict[str, str] = {
     "fact_check": "no counterpart: VSR's fact-check classifier",
     "user_feedback": "no counterpart: VSR's user-feedback classifier",
     "preference": "no counterpart: VSR's LLM-judged route preference (one with `examples` becomes a semantic signal)",
-    "reask": "no counterpart: VSR's repeated-question detector",
     "latency": "no counterpart: latency (TPOT) signals",
     "structure": "no counterpart: VSR's structure features (our `structure` signal counts code blocks, tools, turns)",
     "modality": "no counterpart: output-modality (AR / diffusion) classification",
@@ -94,6 +93,7 @@ SECTION_OF_FLAT: dict[str, str] = {
     "jailbreak": "jailbreak",
     "pii": "pii",
     "preference_rules": "preference",
+    "reask_rules": "reask",
 }
 FLAT_UNMAPPED_SECTIONS: dict[str, str] = {
     "fact_check_rules": "fact_check",
@@ -102,7 +102,6 @@ FLAT_UNMAPPED_SECTIONS: dict[str, str] = {
     "structure_rules": "structure",
     "modality_rules": "modality",
     "role_bindings": "authz",
-    "reask_rules": "reask",
 }
 CANON_SECTIONS: dict[str, str] = {
     "keywords": "keywords",
@@ -144,6 +143,7 @@ SECTION_ITEM = {
     "conversation": "conversation",
     "structure": "structure",
     "kb": "kb",
+    "reask": "reask",
 }
 # Sections of UNMAPPED_SIGNALS whose rules carry over in one form (the others are reported with its reason).
 PARTLY_MAPPED_SECTIONS = frozenset({"preference", "conversation", "structure", "kb"})
