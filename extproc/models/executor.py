@@ -9,6 +9,12 @@ signal dispatcher) is refused at once with `Overloaded` when the work already qu
 it, at the recent average job time, cannot finish before that deadline. A burst beyond capacity
 then fails fast (the policy sheds or routes fail-safe) instead of every request waiting out its
 deadline in the queue.
+
+Coalescing (`coalesce`): calls of a registered batch function (the text embedder's `embed`,
+texts in, one row per text out) are not run one by one: the texts that reach it within a short
+window, from any request and any signal, go through one batched call, and a text already queued
+or in flight is not computed again but waits for that call. The same admission applies per
+caller: a text that would come back after its request's deadline is refused at once.
 """
 
 from __future__ import annotations
@@ -16,14 +22,20 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Rows = npt.NDArray[np.float32]
+BatchFn = Callable[[Sequence[str]], Rows]
 
 # The time.monotonic() instant by which the current request's signals must be done, if any.
 REQUEST_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("vsr_request_deadline", default=None)
@@ -43,22 +55,47 @@ class HeavyExecutor:
         self._lock = threading.Lock()
         self.pending = 0  # jobs submitted and not finished (queued or running)
         self.job_s = 0.0  # recent average job duration (EWMA), 0 until the first job ends
-        self.refused = 0  # jobs refused by admission
+        self.refused = 0  # jobs (or coalesced callers) refused by admission
+        self._coalesced: dict[Any, Coalescer] = {}
 
     def expected_wait_s(self) -> float:
         """Roughly how long a job submitted now waits before it starts."""
         return self.pending * self.job_s / self.workers
 
     def apply_thread_budget(self) -> None:
-        """Cap torch's intra-op threads once (idempotent); imports torch only when a model needs it."""
-        if self._threads_set or self.torch_threads is None:
+        """Cap torch's intra-op threads once torch is loaded (idempotent). It never imports torch:
+        the serving runtimes take their threads from `torch_threads` themselves, and whatever
+        loads torch later (a user's checkpoint) sets the same budget (local_checkpoint)."""
+        if self._threads_set or self.torch_threads is None or "torch" not in sys.modules:
             return
         import torch
 
         torch.set_num_threads(self.torch_threads)
         self._threads_set = True
 
+    def coalesce(
+        self, fn: BatchFn, *, window_s: float, max_items: int, cached: Callable[[str], Rows | None] | None = None
+    ) -> Coalescer:
+        """From now on `run(fn, texts)` goes through one `Coalescer` (see the module doc); `cached`
+        answers a text without a batch (a hit needs no executor hop). Idempotent per `fn`."""
+        existing = self._coalesced.get(fn)
+        if existing is None:
+            existing = self._coalesced[fn] = Coalescer(self, fn, window_s, max_items, cached)
+        return existing
+
+    def coalescers(self) -> list[Coalescer]:
+        return list(self._coalesced.values())
+
+    def refuse(self, what: str, wait_s: float, left_s: float) -> Overloaded:
+        with self._lock:
+            self.refused += 1
+        queued, left = f"{wait_s * 1000:.0f}", f"{left_s * 1000:.0f}"
+        return Overloaded(f"heavy executor overloaded: {what} ~{queued} ms queued, {left} ms left")
+
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        coalescer = self._coalesced.get(fn) if self._coalesced else None
+        if coalescer is not None and len(args) == 1 and not kwargs:
+            return cast(T, await coalescer(cast(Sequence[str], args[0])))
         deadline = REQUEST_DEADLINE.get()
         # Nothing queued ahead: always try (the estimate may be stale, and an idle pool is the best
         # chance this job will get). Otherwise refuse what cannot finish in time behind the queue.
@@ -66,9 +103,11 @@ class HeavyExecutor:
             left = deadline - time.monotonic()
             wait = self.expected_wait_s()
             if wait + self.job_s > left:
-                with self._lock:
-                    self.refused += 1
-                raise Overloaded(f"heavy executor overloaded: ~{wait * 1000:.0f} ms queued, {left * 1000:.0f} ms left")
+                raise self.refuse("job", wait, left)
+        return await self.submit(fn, *args, **kwargs)
+
+    async def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run on the pool without admission or coalescing (a coalesced batch, already admitted)."""
         with self._lock:
             self.pending += 1
         loop = asyncio.get_running_loop()
@@ -95,3 +134,118 @@ class HeavyExecutor:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+class Coalescer:
+    """Texts from concurrent callers within `window_s` -> one `fn` call on the pool (see module doc)."""
+
+    def __init__(
+        self,
+        executor: HeavyExecutor,
+        fn: BatchFn,
+        window_s: float,
+        max_items: int,
+        cached: Callable[[str], Rows | None] | None,
+    ) -> None:
+        self.executor = executor
+        self.fn = fn
+        self.window_s = max(0.0, window_s)
+        self.max_items = max(1, max_items)
+        self.cached = cached
+        self._waiting: dict[str, asyncio.Future[Rows]] = {}  # text -> its row, queued or in flight
+        self._batch: list[str] = []
+        self._flush_at = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.item_s = 0.0  # recent average cost of one text in a batch (EWMA)
+        self.batches = 0  # batched calls made
+        self.items = 0  # texts computed in them
+        self.shared = 0  # texts a caller found queued or in flight already (not computed again)
+
+    def estimate_s(self, extra: int) -> float:
+        """Roughly when `extra` more texts would come back: the window left, the pool's queue,
+        and the batch they would join."""
+        window_left = max(0.0, self._flush_at - time.monotonic()) if self._batch else self.window_s
+        return window_left + self.executor.expected_wait_s() + self.item_s * (len(self._batch) + extra)
+
+    async def __call__(self, texts: Sequence[str]) -> Rows:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (tests, a restarted server): nothing carries over
+            self._loop, self._waiting, self._batch, self._timer = loop, {}, [], None
+        futures: list[asyncio.Future[Rows]] = []
+        fresh: list[str] = []
+        for text in texts:
+            future = self._waiting.get(text)
+            if future is None:
+                row = self.cached(text) if self.cached is not None else None
+                future = loop.create_future()
+                if row is not None:
+                    future.set_result(row)
+                else:
+                    self._waiting[text] = future
+                    fresh.append(text)
+            elif text not in fresh:
+                self.shared += 1
+            futures.append(future)
+        if fresh:
+            self._admit(fresh)
+            self._batch.extend(fresh)
+            if len(self._batch) >= self.max_items:
+                self._flush()
+            elif self._timer is None:
+                self._flush_at = time.monotonic() + self.window_s
+                # An empty context: the batch serves many requests, so no one request's deadline
+                # may refuse it on the pool (each caller was admitted against its own).
+                self._timer = loop.call_later(self.window_s, self._flush, context=contextvars.Context())
+        # shield: a caller that gives up (its deadline) leaves the shared row to the others.
+        rows = [await asyncio.shield(f) for f in futures]
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(rows).astype(np.float32, copy=False)
+
+    def _admit(self, fresh: list[str]) -> None:
+        deadline = REQUEST_DEADLINE.get()
+        busy = self.executor.pending > 0 or bool(self._batch)
+        if deadline is None or not busy or self.item_s == 0.0:
+            return
+        left = deadline - time.monotonic()
+        wait = self.estimate_s(len(fresh))
+        if wait > left:
+            for text in fresh:
+                future = self._waiting.pop(text)
+                future.cancel()
+            raise self.executor.refuse(f"{len(fresh)} text(s) to encode,", wait, left)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._batch = self._batch, []
+        if batch:
+            task = asyncio.get_running_loop().create_task(self._compute(batch), context=contextvars.Context())
+            task.add_done_callback(_ignore_result)
+
+    async def _compute(self, batch: list[str]) -> None:
+        started = time.perf_counter()
+        try:
+            rows = await self.executor.submit(self.fn, batch)
+        except BaseException as exc:
+            for text in batch:
+                future = self._waiting.pop(text, None)
+                if future is not None and not future.done():
+                    future.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+                    future.exception()  # retrieved: a caller that gave up leaves no warning behind
+            raise
+        took = (time.perf_counter() - started) / len(batch)
+        self.item_s = took if self.item_s == 0.0 else (1 - _EWMA_WEIGHT) * self.item_s + _EWMA_WEIGHT * took
+        self.batches += 1
+        self.items += len(batch)
+        for text, row in zip(batch, rows, strict=True):
+            future = self._waiting.pop(text, None)
+            if future is not None and not future.done():
+                future.set_result(row)
+
+
+def _ignore_result(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
