@@ -106,14 +106,15 @@ class HeavyExecutor:
                 raise self.refuse("job", wait, left)
         return await self.submit(fn, *args, **kwargs)
 
-    async def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """Run on the pool without admission or coalescing (a coalesced batch, already admitted)."""
+    def submit(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> asyncio.Future[T]:
+        """Queue on the pool now, without admission or coalescing (a coalesced batch, already
+        admitted); counted in `pending` from this moment."""
         with self._lock:
             self.pending += 1
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, functools.partial(self._timed, fn, *args, **kwargs))
         future.add_done_callback(self._finished)
-        return await future
+        return future
 
     def _timed(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         started = time.perf_counter()
@@ -222,30 +223,28 @@ class Coalescer:
             self._timer = None
         batch, self._batch = self._batch, []
         if batch:
-            task = asyncio.get_running_loop().create_task(self._compute(batch), context=contextvars.Context())
-            task.add_done_callback(_ignore_result)
+            future = self.executor.submit(self._timed, batch)
+            future.add_done_callback(functools.partial(self._deliver, batch))
 
-    async def _compute(self, batch: list[str]) -> None:
+    def _timed(self, batch: list[str]) -> Rows:
         started = time.perf_counter()
-        try:
-            rows = await self.executor.submit(self.fn, batch)
-        except BaseException as exc:
-            for text in batch:
-                future = self._waiting.pop(text, None)
-                if future is not None and not future.done():
-                    future.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
-                    future.exception()  # retrieved: a caller that gave up leaves no warning behind
-            raise
+        rows = self.fn(batch)
         took = (time.perf_counter() - started) / len(batch)
         self.item_s = took if self.item_s == 0.0 else (1 - _EWMA_WEIGHT) * self.item_s + _EWMA_WEIGHT * took
-        self.batches += 1
-        self.items += len(batch)
-        for text, row in zip(batch, rows, strict=True):
+        return rows
+
+    def _deliver(self, batch: list[str], done: asyncio.Future[Rows]) -> None:
+        error = done.exception() if not done.cancelled() else RuntimeError("the encoder batch was cancelled")
+        if error is None:
+            self.batches += 1
+            self.items += len(batch)
+        rows = done.result() if error is None else None
+        for i, text in enumerate(batch):
             future = self._waiting.pop(text, None)
-            if future is not None and not future.done():
-                future.set_result(row)
-
-
-def _ignore_result(task: asyncio.Task[None]) -> None:
-    if not task.cancelled():
-        task.exception()
+            if future is None or future.done():
+                continue
+            if rows is not None:
+                future.set_result(rows[i])
+            else:
+                future.set_exception(error if isinstance(error, Exception) else RuntimeError(str(error)))
+                future.exception()  # retrieved: a caller that gave up leaves no warning behind
