@@ -118,3 +118,28 @@ def test_concurrent_requests_share_batched_calls(router: Router) -> None:
         assert max(len(call) for call in spy.calls) >= 2  # texts of different requests in one call
     finally:
         del embedder._encode  # type: ignore[method-assign]
+
+
+def test_serving_the_default_policy_imports_no_torch() -> None:
+    """The router as `make run` builds it, one request routed through the encoder: neither torch
+    nor transformers is imported (the encoder is the ONNX graph; torch is the `torch` extra)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import asyncio, json, sys\n"
+        "from tests.policy.default_routing import default_router\n"
+        "router = default_router()\n"
+        "body = json.dumps({'model': 'auto', 'messages': [{'role': 'user', 'content': "
+        f"{TEXTS[0]!r}" + "}]}).encode()\n"
+        "outcome = asyncio.run(router.route(body))\n"
+        "assert any(s.name == 'difficulty' and s.known for s in outcome.signals), outcome.signals\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
