@@ -103,6 +103,10 @@ async def test_a_caller_the_queue_cannot_serve_in_time_is_refused_at_once(execut
         REQUEST_DEADLINE.reset(token)
     assert executor.refused == 1
     await asyncio.gather(*backlog)  # the others were served
+    from extproc.observability.metrics import executor_metrics
+
+    read = {m.name: m.samples[0].value for m in executor_metrics(executor)}
+    assert read["vsr_heavy_refused"] == 1 and read["vsr_encoder_texts"] == 7 and read["vsr_encoder_batches"] == 7
     assert ["late"] not in fn.calls
     # Without a deadline, or with time enough, the same call is served.
     assert (await executor.run(fn, ["late"])).shape == (1, 2)
