@@ -252,7 +252,7 @@ class EmbedderSettings(_Section):
     threads: int | None = Field(default=None, ge=1)  # encoder threads; None: dispatch.torch_threads
     # Texts reaching the encoder within this window, from any request, go through one batched call
     # (docs/running.md has the p99 curve it was chosen from); 0: only those of the same loop turn.
-    batch_window_ms: float = Field(default=2.0, ge=0, le=100)
+    batch_window_ms: float = Field(default=0.0, ge=0, le=100)
 
 
 class LanguageSettings(_Section):

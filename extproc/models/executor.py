@@ -11,9 +11,10 @@ then fails fast (the policy sheds or routes fail-safe) instead of every request 
 deadline in the queue.
 
 Coalescing (`coalesce`): calls of a registered batch function (the text embedder's `embed`,
-texts in, one row per text out) are not run one by one: the texts that reach it within a short
-window, from any request and any signal, go through one batched call, and a text already queued
-or in flight is not computed again but waits for that call. The same admission applies per
+texts in, one row per text out) are not run one by one: texts from any request and any signal
+join the batch queued on the pool until the pool starts it (so batches grow with the load, and
+an idle pool starts at once), and a text already queued or in flight is not computed again but
+waits for that call. The same admission applies per
 caller: a text that would come back after its request's deadline is refused at once.
 """
 
@@ -138,7 +139,12 @@ class HeavyExecutor:
 
 
 class Coalescer:
-    """Texts from concurrent callers within `window_s` -> one `fn` call on the pool (see module doc)."""
+    """Texts of concurrent callers -> batched `fn` calls on the pool (see the module doc).
+
+    A batch stays open until the pool starts it: texts arriving while the pool is busy join the
+    batch queued behind the running one, so batches grow with the load and an idle pool is never
+    kept waiting. `window_s` adds a wait before a batch is queued (0: only the texts of the same
+    event-loop turn, e.g. one request's signals, go together)."""
 
     def __init__(
         self,
@@ -154,9 +160,11 @@ class Coalescer:
         self.max_items = max(1, max_items)
         self.cached = cached
         self._waiting: dict[str, asyncio.Future[Rows]] = {}  # text -> its row, queued or in flight
-        self._batch: list[str] = []
+        self._gathering: list[str] = []  # texts not queued on the pool yet (the window)
+        self._open: list[str] | None = None  # the batch queued on the pool, not started: texts may join
+        self._lock = threading.Lock()  # `_open` is closed by the pool thread when its job starts
         self._flush_at = 0.0
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.item_s = 0.0  # recent average cost of one text in a batch (EWMA)
         self.batches = 0  # batched calls made
@@ -166,13 +174,15 @@ class Coalescer:
     def estimate_s(self, extra: int) -> float:
         """Roughly when `extra` more texts would come back: the window left, the pool's queue,
         and the batch they would join."""
-        window_left = max(0.0, self._flush_at - time.monotonic()) if self._batch else self.window_s
-        return window_left + self.executor.expected_wait_s() + self.item_s * (len(self._batch) + extra)
+        window_left = max(0.0, self._flush_at - time.monotonic()) if self._gathering else self.window_s
+        with self._lock:
+            ahead = len(self._open) if self._open is not None else len(self._gathering)
+        return window_left + self.executor.expected_wait_s() + self.item_s * (ahead + extra)
 
     async def __call__(self, texts: Sequence[str]) -> Rows:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (tests, a restarted server): nothing carries over
-            self._loop, self._waiting, self._batch, self._timer = loop, {}, [], None
+            self._loop, self._waiting, self._gathering, self._open, self._timer = loop, {}, [], None, None
         futures: list[asyncio.Future[Rows]] = []
         fresh: list[str] = []
         for text in texts:
@@ -190,23 +200,34 @@ class Coalescer:
             futures.append(future)
         if fresh:
             self._admit(fresh)
-            self._batch.extend(fresh)
-            if len(self._batch) >= self.max_items:
-                self._flush()
-            elif self._timer is None:
-                self._flush_at = time.monotonic() + self.window_s
-                # An empty context: the batch serves many requests, so no one request's deadline
-                # may refuse it on the pool (each caller was admitted against its own).
-                self._timer = loop.call_later(self.window_s, self._flush, context=contextvars.Context())
+            self._enqueue(loop, fresh)
         # shield: a caller that gives up (its deadline) leaves the shared row to the others.
         rows = [await asyncio.shield(f) for f in futures]
         if not rows:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack(rows).astype(np.float32, copy=False)
 
+    def _enqueue(self, loop: asyncio.AbstractEventLoop, fresh: list[str]) -> None:
+        with self._lock:
+            if self._open is not None and not self._gathering and len(self._open) + len(fresh) <= self.max_items:
+                self._open.extend(fresh)  # the pool has not started it: one more text costs little
+                return
+        self._gathering.extend(fresh)
+        if len(self._gathering) >= self.max_items:
+            self._flush()
+        elif self._timer is None:
+            self._flush_at = time.monotonic() + self.window_s
+            # An empty context: the batch serves many requests, so no one request's deadline
+            # may refuse it on the pool (each caller was admitted against its own).
+            empty = contextvars.Context()
+            if self.window_s > 0:
+                self._timer = loop.call_later(self.window_s, self._flush, context=empty)
+            else:
+                self._timer = loop.call_soon(self._flush, context=empty)
+
     def _admit(self, fresh: list[str]) -> None:
         deadline = REQUEST_DEADLINE.get()
-        busy = self.executor.pending > 0 or bool(self._batch)
+        busy = self.executor.pending > 0 or bool(self._gathering)
         if deadline is None or not busy or self.item_s == 0.0:
             return
         left = deadline - time.monotonic()
@@ -221,25 +242,34 @@ class Coalescer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._batch = self._batch, []
+        batch, self._gathering = self._gathering, []
         if batch:
+            with self._lock:
+                self._open = batch
             future = self.executor.submit(self._timed, batch)
             future.add_done_callback(functools.partial(self._deliver, batch))
 
-    def _timed(self, batch: list[str]) -> Rows:
+    def _timed(self, batch: list[str]) -> tuple[list[str], Rows]:
+        with self._lock:  # started: later texts go to a new batch
+            if self._open is batch:
+                self._open = None
+            items = list(batch)
         started = time.perf_counter()
-        rows = self.fn(batch)
-        took = (time.perf_counter() - started) / len(batch)
+        rows = self.fn(items)
+        took = (time.perf_counter() - started) / len(items)
         self.item_s = took if self.item_s == 0.0 else (1 - _EWMA_WEIGHT) * self.item_s + _EWMA_WEIGHT * took
-        return rows
+        return items, rows
 
-    def _deliver(self, batch: list[str], done: asyncio.Future[Rows]) -> None:
+    def _deliver(self, batch: list[str], done: asyncio.Future[tuple[list[str], Rows]]) -> None:
         error = done.exception() if not done.cancelled() else RuntimeError("the encoder batch was cancelled")
-        if error is None:
+        with self._lock:
+            if self._open is batch:  # never started (the pool shut down)
+                self._open = None
+            items, rows = done.result() if error is None else (list(batch), None)
+        if rows is not None:
             self.batches += 1
-            self.items += len(batch)
-        rows = done.result() if error is None else None
-        for i, text in enumerate(batch):
+            self.items += len(items)
+        for i, text in enumerate(items):
             future = self._waiting.pop(text, None)
             if future is None or future.done():
                 continue

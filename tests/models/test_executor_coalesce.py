@@ -55,6 +55,21 @@ async def test_concurrent_calls_within_the_window_are_one_batch(executor: HeavyE
     assert coalescer.batches == 1 and coalescer.items == 4 and coalescer.shared == 1
 
 
+async def test_texts_arriving_while_the_pool_is_busy_join_the_queued_batch(executor: HeavyExecutor) -> None:
+    fn = Recorder()
+    fn.release.clear()
+    executor.coalesce(fn, window_s=0.0, max_items=32)
+    running = asyncio.ensure_future(executor.run(fn, ["first"]))
+    await asyncio.sleep(0.05)  # "first" is on the pool, held
+    later = []
+    for text in ("a", "b", "c"):  # one at a time, in separate loop turns
+        later.append(asyncio.ensure_future(executor.run(fn, [text])))
+        await asyncio.sleep(0.01)
+    fn.release.set()
+    await asyncio.gather(running, *later)
+    assert fn.calls == [["first"], ["a", "b", "c"]]
+
+
 async def test_a_full_batch_goes_before_the_window_ends(executor: HeavyExecutor) -> None:
     fn = Recorder()
     executor.coalesce(fn, window_s=5.0, max_items=3)
