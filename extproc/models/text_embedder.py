@@ -85,6 +85,9 @@ class _OnnxEncoder:
         # The heavy executor runs one job at a time with this many threads; no inter-op pool.
         options.intra_op_num_threads = threads or 0
         options.inter_op_num_threads = 1
+        # No spin-waiting between ops: on a shared host the spinning threads doubled the CPU of a
+        # short text (13.5 vs 6.3 ms with 2 threads, same wall time) and took it from the event loop.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self.session = ort.InferenceSession(model_bytes(model_dir), options, providers=["CPUExecutionProvider"])
         self.inputs = INPUTS
