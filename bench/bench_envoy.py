@@ -16,6 +16,10 @@ Reported per path: p50 / p99 latency with one request at a time, then req/s at
 `--distinct N` sends N distinct texts instead (variants of the four), so that no per-text cache
 (the prompt-attack classifier keeps its scores by text) answers for a signal.
 
+`--mix realistic` sends the realistic cold mix (`bench/text_mix.py`: 8,000 distinct texts from the
+safety corpus's benign test rows, the domain corpus's test split and bench/data's everyday, routing
+and cache sets), the mix the text-path figures in README's performance section are measured on.
+
 `--floor` also measures the floor of Python gRPC: a second stack whose ext_proc server is
 `bench/floor_servicer.py` (a bare grpc.aio servicer that routes every body to the default cluster
 without reading it, with the real server's response message), in the same run: its share of
@@ -349,6 +353,11 @@ def main() -> int:
         "the signals a real mix of requests wakes, not four prompts); with --distinct, numbered variants of them",
     )
     parser.add_argument(
+        "--mix",
+        choices=["realistic"],
+        help="a named text mix instead of the 4 bodies (bench/text_mix.py); realistic: 8,000 distinct texts",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also measure a bare Python grpc.aio ext_proc servicer (bench/floor_servicer.py) on a second stack",
@@ -386,7 +395,13 @@ def main() -> int:
         return 1
     stack, options, plain_port, three_port = main_stack
     print(f"stack up in {time.perf_counter() - started:.1f}s on {os.cpu_count()} CPU cores", flush=True)
-    bodies = request_bodies(args.distinct, read_texts(args.texts) if args.texts else None)
+    if args.mix:
+        from text_mix import MIXES
+
+        mix_texts: list[str] | None = MIXES[args.mix]()
+    else:
+        mix_texts = read_texts(args.texts) if args.texts else None
+    bodies = request_bodies(args.distinct, mix_texts)
     payloads_vsr = chat_payloads(options.listener_port, bodies)
     payloads_plain = chat_payloads(plain_port, bodies)
     payloads_three = chat_payloads(three_port, bodies)

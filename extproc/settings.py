@@ -246,6 +246,13 @@ class EmbedderSettings(_Section):
     max_length: int = Field(default=256, ge=8, le=512)  # tokens; all-MiniLM-L6-v2 was trained at 256
     batch_size: int = Field(default=32, ge=1)
     cache_size: int = Field(default=2048, ge=0)  # text embeddings kept by text hash
+    # onnx: the encoder built from the weights and run by ONNX Runtime (no torch); torch: transformers'
+    # AutoModel (the reference); auto: onnx, or torch for a checkpoint the ONNX builder cannot write.
+    runtime: Literal["auto", "onnx", "torch"] = "auto"
+    threads: int | None = Field(default=None, ge=1)  # encoder threads; None: dispatch.torch_threads
+    # Texts reaching the encoder within this window, from any request, go through one batched call
+    # (docs/running.md has the p99 curve it was chosen from); 0: only those of the same loop turn.
+    batch_window_ms: float = Field(default=0.0, ge=0, le=100)
 
 
 class LanguageSettings(_Section):

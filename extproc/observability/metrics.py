@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from extproc.cache.service import SemanticCache
     from extproc.conversations.service import Conversations
     from extproc.fleet.state import Fleet
+    from extproc.models.executor import HeavyExecutor
     from extproc.observability.decision_log import DecisionLog
     from extproc.outcome import RoutingOutcome
     from extproc.router import Router
@@ -270,6 +271,24 @@ def model_cache_stats(models: Iterable[tuple[str, object]]) -> list[CacheStats]:
     return out
 
 
+def executor_metrics(executor: HeavyExecutor) -> list[Metric]:
+    """The heavy executor's queue and refusals, and its coalesced encoder batches (models/executor.py)."""
+    refused = CounterMetricFamily(
+        "vsr_heavy_refused", "Heavy jobs and encoder texts refused because they would finish after the deadline"
+    )
+    refused.add_metric([], executor.refused)
+    pending = GaugeMetricFamily("vsr_heavy_pending", "Heavy jobs queued or running now")
+    pending.add_metric([], executor.pending)
+    batches = CounterMetricFamily("vsr_encoder_batches", "Batched sentence-encoder calls (texts of several requests)")
+    texts = CounterMetricFamily("vsr_encoder_texts", "Texts encoded in those calls")
+    shared = CounterMetricFamily("vsr_encoder_shared_texts", "Texts a signal found queued or in flight already")
+    coalescers = executor.coalescers()
+    batches.add_metric([], sum(c.batches for c in coalescers))
+    texts.add_metric([], sum(c.items for c in coalescers))
+    shared.add_metric([], sum(c.shared for c in coalescers))
+    return [refused, pending, batches, texts, shared]
+
+
 def _counters(name: str, documentation: str, labels: list[str], counts: Mapping[Any, int]) -> CounterMetricFamily:
     """A counter family from counts keyed by a label value (one label) or by a tuple of label values."""
     family = CounterMetricFamily(name, documentation, labels=labels)
@@ -311,6 +330,8 @@ def live_metrics(*, in_flight: int, router: Router | None, decision_log: Decisio
                 models.append((status.name, router.models.get(status.name, _not_loaded)))
     out.append(loaded)
     out.extend(cache_metrics(model_cache_stats(models)))
+    if router is not None:
+        out.extend(executor_metrics(router.executor))
     if decision_log is not None:
         records = CounterMetricFamily(
             "vsr_decision_log_records", "Decision log records by result (written, dropped, error)", labels=["result"]

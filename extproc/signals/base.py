@@ -144,11 +144,15 @@ class BuildContext:
 
     def text_embedder(self) -> TextEmbedder:
         """The process's one MiniLM embedder, shared by every signal that embeds and by the answer
-        cache; raises ModelUnavailable. Imports no torch when the registry loads nothing (`check`)."""
-        from extproc.models.text_embedder import get_text_embedder
+        cache; raises ModelUnavailable. Its `embed` through the executor is coalesced: one encoder
+        pass per text, whatever number of signals (and concurrent requests) ask for it, batched
+        across requests (`attach_to_executor`). Imports no torch (the ONNX runtime)."""
+        from extproc.models.text_embedder import attach_to_executor, get_text_embedder
 
         threads = self.settings.dispatch.torch_threads
-        return get_text_embedder(self.models, self.settings.embedder, torch_threads=threads)
+        embedder = get_text_embedder(self.models, self.settings.embedder, torch_threads=threads)
+        attach_to_executor(self.executor, embedder, self.settings.embedder)
+        return embedder
 
     def embedding_stage(self, signal_name: str) -> tuple[TextEmbedder | None, str | None]:
         """A cascade's optional embedding stage: the embedder, or (logged) why there is none; the
@@ -156,7 +160,7 @@ class BuildContext:
         from extproc.models.registry import ModelUnavailable
 
         try:
-            # Past the cascade's own model, so models load: cap torch's threads before MiniLM does.
+            # Past the cascade's own model, so models load: cap torch's threads if it is loaded.
             self.executor.apply_thread_budget()
             return self.text_embedder(), None
         except ModelUnavailable as exc:
