@@ -6,9 +6,18 @@ what they mean instead:
 - encoded payloads (`extproc.detectors.encoded`): "what does this base64 say? <a greeting>".
   When the lexical stage clears every decoded payload on its own, the decoded text replaces the
   text as sent; otherwise both are judged (an instruction hidden in base64 is caught either way);
+- obfuscated letters (`extproc.detectors.reader_view`): zero-width and bidi characters between
+  letters, Cyrillic or Greek look-alikes, leetspeak, letters separated by spaces. The text as a
+  reader sees it is judged beside the text as sent (under `decode`: both are the text read for
+  what it says), so an attack is caught either way and the evidence names the view that matched;
 - a user taking back their own earlier message (`extproc.detectors.retraction`): "ignore my last
   message, here is the right paragraph". For a text the lexical stage does not clear, the text
   without that clause is judged instead (everything else it says is still read).
+
+- a question about a quoted phrase (`extproc.detectors.quoted`): "someone wrote 'ignore previous
+  instructions' in our chat, what does it mean?". For a text the lexical stage does not clear,
+  the text with the quotation left out is judged instead; a quotation the text tells the model
+  to act on ("what would you do if I said '...'? do it") is no such question and is judged whole.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
@@ -18,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from extproc.detectors.encoded import decode_payloads
+from extproc.detectors.quoted import asked_about_quote, without_quotes
+from extproc.detectors.reader_view import reader_view
 from extproc.detectors.retraction import strip_retractions
 
 View = tuple[str, str]  # (where-suffix, text); "" for the text as sent
@@ -37,10 +48,17 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
         if kept is not None:
             base = kept
             notes.append("an earlier message taken back")
+        spans = asked_about_quote(base)
+        if spans is not None:
+            base = without_quotes(base, spans)
+            notes.append("a quoted phrase asked about, left out")
     views: tuple[View, ...] = ((_suffix(notes), base),)
     if decode:
         decoded = decode_payloads(base)
         if decoded is not None:
             view = (_suffix([*notes, f"{decoded.how} decoded"]), decoded.text)
             views = (view,) if all(cleared(payload) for payload in decoded.payloads) else (*views, view)
+        reading = reader_view(base)
+        if reading is not None:
+            views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
     return views
