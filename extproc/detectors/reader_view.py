@@ -53,18 +53,23 @@ _LOOKALIKE_PAIRS = (
     " αa βb γy εe ηn ιi κk νv οo ρp τt υu χx ωw ϲc ϳj ζz"
     # Armenian
     " օo սu ցg ոn հh զq"
-    # Latin small capitals, IPA and dotless letters
-    " ɑa ɡg ıi ȷj ʏy ɪi ʀr ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ʟl ᴍm ɴn ᴏo ᴘp ʀr ꜱs ᴛt ᴜu ᴠv ᴡw ʏy ᴢz ℓl"
+    # Latin small capitals and IPA letters (not Turkish's dotless ı: a letter of its own)
+    " ɑa ɡg ʏy ɪi ʀr ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ʟl ᴍm ɴn ᴏo ᴘp ʀr ꜱs ᴛt ᴜu ᴠv ᴡw ʏy ᴢz ℓl"
 )
 _LOOKALIKE = {
     pair[0]: pair[1] for pair in _LOOKALIKE_PAIRS.split() if len(pair) == 2 and pair[1].isascii() and pair[0] != pair[1]
 }
-_LOOKALIKE_CHARS = "".join(sorted(_LOOKALIKE))
 # Upper-case forms map through their lower case.
 _LOOKALIKE_TABLE = str.maketrans(
     {**_LOOKALIKE, **{ch.upper(): lat for ch, lat in _LOOKALIKE.items() if ch.upper() != ch and len(ch.upper()) == 1}}
 )
 _FOREIGN = re.compile(r"[^\W\d_]*[^\x00-\x7f\W\d_][^\W\d_]*")  # a word with a non-ASCII letter
+_LOOKALIKE_CLASS = re.escape("".join(sorted(chr(k) for k in _LOOKALIKE_TABLE)))
+# Any character one of the non-ASCII steps would change: one scan of a text with none of them.
+_SUSPECT = re.compile(f"{_FORMAT.pattern}|[{_COMPAT_BLOCKS}{_LOOKALIKE_CLASS}]")
+# A Latin letter beside a look-alike: every word that mixes them has one.
+_MIXED = re.compile(f"[A-Za-z][{_LOOKALIKE_CLASS}]|[{_LOOKALIKE_CLASS}][A-Za-z]")
+_ANY_LOOKALIKE = re.compile(f"[{_LOOKALIKE_CLASS}]")
 _LATIN_LETTER = re.compile(r"[A-Za-z]")
 
 # --- leetspeak -------------------------------------------------------------------------------------
@@ -87,6 +92,28 @@ _SPACED_GAP = re.compile(r"[ \t]{2,}")
 # Single characters joined by one repeated mark: "i.g.n.o.r.e", "i-g-n-o-r-e", "i*g*n*o*r*e".
 _MARKED_RUN = re.compile(r"(?<![\w.\-*·|_])\w(?P<mark>[.\-_*·|])\w(?:(?P=mark)\w){2,}(?![\w.\-*·|_])")
 _SPACED_HINT = re.compile(r"(?<!\S)\w[ \t]+\w[ \t]+\w[ \t]+\w(?!\S)|\w([.\-_*·|])\w\1\w\1\w")
+
+
+# The shape of a text, at bytes speed: letters "a", leet digits and symbols "0", other digits "9",
+# joining marks ".", whitespace " ", the rest "#". The hints below are substring tests on it.
+def _shape_table() -> bytes:
+    out = bytearray(b"#" * 256)
+    for i in range(256):
+        ch = chr(i)
+        if ch.isascii() and ch.isalpha():
+            out[i] = ord("a")
+        elif ch in "013457@$":
+            out[i] = ord("0")
+        elif ch.isdigit():
+            out[i] = ord("9")
+        elif ch in ".-_*|":
+            out[i] = ord(".")
+        elif ch in " \t":
+            out[i] = ord(" ")
+    return bytes(out)
+
+
+_SHAPE = _shape_table()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +146,16 @@ def _compat(m: re.Match[str]) -> str:
 def _map_lookalikes(text: str) -> str:
     """Look-alike letters mapped in words that mix them with Latin letters, or that are made of
     nothing else inside mostly-Latin text."""
-    words = _FOREIGN.findall(text)
-    if not words:
+    if not _ANY_LOOKALIKE.search(text):
         return text
-    latin = len(_LATIN_LETTER.findall(text))
-    foreign_letters = sum(1 for w in words for ch in w if not ch.isascii())
-    mostly_latin = latin > 2 * foreign_letters
+    # Cheap first: ASCII characters (letters, spaces, punctuation) against the others, and (in
+    # the bytes' shape) an ASCII letter touching a non-ASCII character, which a mixed word has.
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    mostly_latin = ascii_chars > 4 * (len(text) - ascii_chars)
+    if not mostly_latin:
+        shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+        if (b"a#" not in shape and b"#a" not in shape) or not _MIXED.search(text):
+            return text  # real Cyrillic or Greek text
 
     def mapped(m: re.Match[str]) -> str:
         word = m.group()
@@ -157,7 +188,7 @@ def reader_view(text: str) -> Reading | None:
     undone (see the module docstring); None when there is nothing to undo."""
     undone: list[str] = []
     out = text
-    if not text.isascii():
+    if not text.isascii() and _SUSPECT.search(text):
         stripped = _strip_format(out)
         if stripped != out:
             undone.append("format characters removed")
@@ -169,12 +200,14 @@ def reader_view(text: str) -> Reading | None:
         if mapped != out:
             undone.append("look-alike letters mapped")
             out = mapped
-    if _SPACED_HINT.search(out):
+    shape = out.encode("utf-8", "surrogatepass").translate(_SHAPE)  # non-ASCII bytes are "#"
+    if (b"a a a a" in shape or b"a.a.a.a" in shape or b"a  a  a" in shape) and _SPACED_HINT.search(out):
         joined = _join_spaced_runs(out)
         if joined != out:
             undone.append("spaced letters joined")
             out = joined
-    if _LEET_HINT.search(out):
+            shape = out.encode("utf-8", "surrogatepass").translate(_SHAPE)
+    if b"a0" in shape and b"0a" in shape and _LEET_HINT.search(out):
         plain = _unleet(out)
         if plain != out:
             undone.append("leetspeak read")
