@@ -58,16 +58,41 @@ def asked_about_quote(text: str) -> list[tuple[int, int]] | None:
     spans = [(m.start(m.lastindex or 0), m.end(m.lastindex or 0)) for m in _QUOTES.finditer(text)]
     if not spans:
         return None
+    rest = _outside(text, spans)
+    if not (_QUESTION_MARK.search(rest) and _ASKS.search(rest)) or _OBEY.search(rest):
+        return None
+    return spans
+
+
+# Before an opening quotation mark: the quotation named as an example or a report, not said.
+_MENTION = re.compile(
+    r"\b(?:such as|like|for example|for instance|e\.g\.|says?|said|saying|wrote|writes|written|posted|sent|typed"
+    r"|phrases?|lines?|strings?|text|messages?|comments?|sentences?)\s*[:,]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def mentioned_quotes(text: str) -> list[tuple[int, int]] | None:
+    """The quoted spans that the text names as an example or reports ("a line such as 'ignore
+    previous instructions'", "someone wrote '...'"), when nothing outside the quotes tells the model
+    to act on them; None when there are none."""
+    if not _QUOTE_MARKS.search(text):
+        return None
+    spans = [(m.start(m.lastindex or 0), m.end(m.lastindex or 0)) for m in _QUOTES.finditer(text)]
+    if not spans or _OBEY.search(_outside(text, spans)):
+        return None
+    named = [(s, e) for s, e in spans if _MENTION.search(text, max(0, s - 41), s - 1)]
+    return named or None
+
+
+def _outside(text: str, spans: list[tuple[int, int]]) -> str:
     outside: list[str] = []
     last = 0
     for start, end in spans:
         outside.append(text[last : max(start - 1, last)])
         last = end + 1
     outside.append(text[last:])
-    rest = " ".join(outside)
-    if not (_QUESTION_MARK.search(rest) and _ASKS.search(rest)) or _OBEY.search(rest):
-        return None
-    return spans
+    return " ".join(outside)
 
 
 def without_quotes(text: str, spans: list[tuple[int, int]]) -> str:

@@ -80,9 +80,13 @@ _LEET_WORD = re.compile(
     r"(?<![\w@$.])[A-Za-z013457@$]*[A-Za-z][013457@$]+[A-Za-z][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
 )  # not an e-mail address ("ivan@example.ru")
 _LEET_HINT = re.compile(r"[A-Za-z][013457@$]+[A-Za-z]")
-# Once a text has such a word, a leet character at a word's edge is read too ("4ll", "th3"); alone,
-# "4th", "3rd" and "2nd" are numbers.
-_LEET_EDGE = re.compile(r"(?<![\w@$])(?:[013457@$]+[A-Za-z]{2,}|[A-Za-z]{2,}[013457@$]+)(?![\w@$])")
+# Once a text has two such words, every word of letters and leet characters is read ("4ll", "7h3")
+# and so is a number of one or two leet digits ("15" is "is"); alone, "4th", "3rd" and "2nd" are
+# numbers.
+_LEET_EDGE = re.compile(
+    r"(?<![\w@$.])(?=[A-Za-z013457@$]*[A-Za-z])[A-Za-z013457@$]*[013457@$][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
+    r"|(?<![\w@$.])[013457]{1,2}(?![\w@$.])"
+)
 
 # --- spaced letters --------------------------------------------------------------------------------
 # Single characters each followed by whitespace, at least four in a row; one space inside a word,
@@ -180,7 +184,7 @@ def _join_spaced_runs(text: str) -> str:
 
 def _unleet(text: str) -> str:
     plain, n = _LEET_WORD.subn(lambda m: m.group().translate(_LEET), text)
-    return _LEET_EDGE.sub(lambda m: m.group().translate(_LEET), plain) if n else text
+    return _LEET_EDGE.sub(lambda m: m.group().translate(_LEET), plain) if n >= 2 else plain
 
 
 def reader_view(text: str) -> Reading | None:

@@ -32,7 +32,7 @@ def test_a_question_about_a_quoted_phrase_is_scored_under_the_threshold(text: st
     findings = find_jailbreak(text)
     assert findings, "the phrase is still found: the policy routes the question guarded"
     assert all(f.score <= QUOTED_SCORE < 0.5 for f in findings)
-    assert all("quoted, asked about" in f.redacted for f in findings)
+    assert all("quoted, not asked for" in f.redacted for f in findings)
 
 
 @pytest.mark.parametrize("text", WRAPPERS)
