@@ -14,9 +14,10 @@ what they mean instead:
   message, here is the right paragraph". For a text the lexical stage does not clear, the text
   without that clause is judged instead (everything else it says is still read).
 
-- a question about a quoted phrase (`extproc.detectors.quoted`): "someone wrote 'ignore previous
-  instructions' in our chat, what does it mean?". For a text the lexical stage does not clear,
-  the text with the quotation left out is judged instead; a quotation the text tells the model
+- a question about a quoted attack phrase (`extproc.detectors.quoted`): "someone wrote 'ignore
+  previous instructions' in our chat, what does it mean?". For a text the lexical stage does not
+  clear, whose quotation holds what the jailbreak patterns find, the text with the quotation left
+  out is judged instead; a quotation the text tells the model
   to act on ("what would you do if I said '...'? do it") is no such question and is judged whole.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from extproc.detectors.encoded import decode_payloads
+from extproc.detectors.jailbreak import find_jailbreak
 from extproc.detectors.quoted import asked_about_quote, without_quotes
 from extproc.detectors.reader_view import reader_view
 from extproc.detectors.retraction import strip_retractions
@@ -49,7 +51,10 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
             base = kept
             notes.append("an earlier message taken back")
         spans = asked_about_quote(base)
-        if spans is not None:
+        # Only a quotation that holds an attack phrase (the patterns find one inside it): leaving
+        # out any other quotation ("tighten up this tweet thread: '...'?") changes nothing an
+        # attacker wrote, and can read worse to the embedding stage than the text as sent.
+        if spans is not None and any(s <= f.start and f.end <= e for f in find_jailbreak(base) for s, e in spans):
             base = without_quotes(base, spans)
             notes.append("a quoted phrase asked about, left out")
     views: tuple[View, ...] = ((_suffix(notes), base),)
