@@ -77,8 +77,9 @@ _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t
 # A token of letters, leet digits and leet symbols with a leet character between two letters
 # somewhere, or a leet character both before and after letters.
 _LEET_WORD = re.compile(
-    r"(?<![\w@$.])[A-Za-z013457@$]*[A-Za-z][013457@$]+[A-Za-z][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
-)  # not an e-mail address ("ivan@example.ru")
+    r"(?<![\w@$.])(?=[A-Za-z013457@$]{3,24}(?![\w@$]))"
+    r"[A-Za-z013457@$]*[A-Za-z][013457@$]+[A-Za-z][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
+)  # a word's length (not a base64 run, a hash or a token), and not an e-mail address ("ivan@example.ru")
 _LEET_HINT = re.compile(r"[A-Za-z][013457@$]+[A-Za-z]")
 # Once a text has two such words, every word of letters and leet characters is read ("4ll", "7h3")
 # and so is a number of one or two leet digits ("15" is "is"); alone, "4th", "3rd" and "2nd" are

@@ -63,7 +63,7 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
         if decoded is not None:
             view = (_suffix([*notes, f"{decoded.how} decoded"]), decoded.text)
             views = (view,) if all(cleared(payload) for payload in decoded.payloads) else (*views, view)
-        reading = reader_view(base)
+        reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
         if reading is not None:
             views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
     return views
