@@ -34,7 +34,14 @@ own message, decoding a string without obeying it, writing their own bot's promp
 everyday requests, category `lookalike:<category>`. The second file was written by a writer who
 had seen neither the jailbreak rules nor the classifier, after both were last changed: the first
 file's short multilingual attacks were looked at while the rules were written, so only the second
-measures how the rules carry over to phrasings nobody tuned on.
+measures how the rules carry over to phrasings nobody tuned on. The third (issue 47) holds the
+jailbreak classes that were missed (hypothetical framings, unlimited personas, filter bypass
+outside English, educational pretexts, expert defenders, quotation wrappers) and their look-alikes
+(fiction, security training, quoted phrases asked about); its rules were written beside it.
+
+Then `safety_evasion`: the share of refused English attacks (`--evasion-sample` of them) still
+refused when rewritten (spaced letters, leetspeak, zero-width, Cyrillic look-alikes, full-width,
+upper case, padding), and the overrides refused per role a client writes, under each policy.
 """
 
 from __future__ import annotations
@@ -56,6 +63,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import safety_evasion  # noqa: E402  (bench/: padding and obfuscation evasion, refusals per role)
+
 from extproc.models.executor import HeavyExecutor  # noqa: E402
 from extproc.models.registry import ModelRegistry  # noqa: E402
 from extproc.policy.load import load_policy  # noqa: E402
@@ -71,7 +80,7 @@ SHORT_CHARS = 200
 # Everyday requests (creative, role-play, ordinary), protective questions about crime and fraud
 # and help-seeking questions (suicide, self-harm, abuse, addiction).
 EVERYDAY_FILES = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl", "everyday_unseen.jsonl")
-PROBE_FILES = ("attack_probes.jsonl", "attack_probes_unseen.jsonl")
+PROBE_FILES = ("attack_probes.jsonl", "attack_probes_unseen.jsonl", "attack_probes_hiding.jsonl")
 
 
 def without_classifier(policy: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +225,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="only the first N test rows (0: all)")
     parser.add_argument("--no-v1", action="store_true", help="skip the v1 baseline")
     parser.add_argument("--detail", action="store_true", help="per language and per category too")
+    parser.add_argument("--evasion-sample", type=int, default=250, help="English attacks rewritten (0: no evasion)")
     parser.add_argument(
         "--everyday", type=Path, nargs="*", default=[REPO / "bench" / "data" / name for name in EVERYDAY_FILES],
         help="everyday request files (default: the everyday requests and the safety questions)",
@@ -245,6 +255,9 @@ def main() -> int:
         runs.append(("v1", yaml.safe_load(V1_POLICY.read_text(encoding="utf-8")), V1_WEIGHTS))
     runs.append(("default", policy, args.weights))
     results: dict[str, dict[str, Any]] = {}
+    evasions: dict[str, safety_evasion.Evasion] = {}
+    role_tables: dict[str, dict[str, tuple[int, int]]] = {}
+    english = safety_evasion.english_attacks(rows, args.evasion_sample)
     with tempfile.TemporaryDirectory() as tmp:
         for name, document, weights in runs:
             path = Path(tmp) / f"{name.replace(' ', '_')}.yaml"
@@ -252,6 +265,9 @@ def main() -> int:
             router = build_router(path, weights)
             try:
                 results[name] = asyncio.run(run(router, rows, args))
+                if args.evasion_sample:
+                    evasions[name] = asyncio.run(safety_evasion.evasion(router, english))
+                    role_tables[name] = asyncio.run(safety_evasion.roles(router))
             finally:
                 router.close()
     counts = {label: sum(r["label"] == label for r in rows) for label in MEASURES}
@@ -266,6 +282,8 @@ def main() -> int:
     print(f"{'benign rows never embedded':46}{never}")
     timing = "".join(f"{results[n]['p50_ms']:>8.2f}/{results[n]['mean_ms']:<7.2f}" for n in results)
     print(f"{'router p50 / mean ms':46}{timing}")
+    if evasions:
+        safety_evasion.print_report(evasions, role_tables)
     for name, result in results.items():
         for line in result["everyday_refused"]:
             print(f"  everyday request refused under {name}: {line!r}")

@@ -6,9 +6,19 @@ what they mean instead:
 - encoded payloads (`extproc.detectors.encoded`): "what does this base64 say? <a greeting>".
   When the lexical stage clears every decoded payload on its own, the decoded text replaces the
   text as sent; otherwise both are judged (an instruction hidden in base64 is caught either way);
+- obfuscated letters (`extproc.detectors.reader_view`): zero-width and bidi characters between
+  letters, Cyrillic or Greek look-alikes, leetspeak, letters separated by spaces. The text as a
+  reader sees it is judged beside the text as sent (under `decode`: both are the text read for
+  what it says), so an attack is caught either way and the evidence names the view that matched;
 - a user taking back their own earlier message (`extproc.detectors.retraction`): "ignore my last
   message, here is the right paragraph". For a text the lexical stage does not clear, the text
   without that clause is judged instead (everything else it says is still read).
+
+- a question about a quoted attack phrase (`extproc.detectors.quoted`): "someone wrote 'ignore
+  previous instructions' in our chat, what does it mean?". For a text the lexical stage does not
+  clear, whose quotation holds what the jailbreak patterns find, the text with the quotation left
+  out is judged instead; a quotation the text tells the model
+  to act on ("what would you do if I said '...'? do it") is no such question and is judged whole.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
@@ -18,6 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from extproc.detectors.encoded import decode_payloads
+from extproc.detectors.jailbreak import find_jailbreak
+from extproc.detectors.quoted import asked_about_quote, without_quotes
+from extproc.detectors.reader_view import reader_view
 from extproc.detectors.retraction import strip_retractions
 
 View = tuple[str, str]  # (where-suffix, text); "" for the text as sent
@@ -37,10 +50,20 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
         if kept is not None:
             base = kept
             notes.append("an earlier message taken back")
+        spans = asked_about_quote(base)
+        # Only a quotation that holds an attack phrase (the patterns find one inside it): leaving
+        # out any other quotation ("tighten up this tweet thread: '...'?") changes nothing an
+        # attacker wrote, and can read worse to the embedding stage than the text as sent.
+        if spans is not None and any(s <= f.start and f.end <= e for f in find_jailbreak(base) for s, e in spans):
+            base = without_quotes(base, spans)
+            notes.append("a quoted phrase asked about, left out")
     views: tuple[View, ...] = ((_suffix(notes), base),)
     if decode:
         decoded = decode_payloads(base)
         if decoded is not None:
             view = (_suffix([*notes, f"{decoded.how} decoded"]), decoded.text)
             views = (view,) if all(cleared(payload) for payload in decoded.payloads) else (*views, view)
+        reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
+        if reading is not None:
+            views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
     return views

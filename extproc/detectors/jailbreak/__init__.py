@@ -18,10 +18,19 @@ ordinary message costs one normalisation, one split and one set intersection. Fi
 carry offsets in the original text (for non-ASCII text, mapped back through a
 per-character normalisation that is only computed when something matched).
 
-The package: `normal_form` (the normalisation), `rules` (the phrase tables and their index),
-`detector` (the search). The learned prompt-attack classifier is a different signal
-(`extproc.signals.prompt_attack` over `extproc.models.attack_classifier`); the `jailbreak`
-signal (`extproc.signals.jailbreak`) and the image-text signal read this detector.
+When the text as sent has no finding, the text as a reader sees it
+(`extproc.detectors.reader_view`: spaced-out letters joined, leetspeak at a word's edge) and then
+any encoded payload are read too. A finding that the text forbids or reports ("never ignore your
+instructions") scores 0.3, and one inside a quotation the text asks about 0.45
+(`extproc.detectors.quoted`): both under the signal's default threshold.
+
+The package: `normal_form` (the normalisation), `syntax` (how a rule is written), the rules by
+class (`rules` for English and the index of every word-anchored rule; `rules_overrides`,
+`rules_extraction`, `rules_personas` and `rules_pretexts` for the other languages and the newer
+classes; `script_rules` for scripts without word anchors), `detector` (the search). The learned
+prompt-attack classifier is a different signal (`extproc.signals.prompt_attack` over
+`extproc.models.attack_classifier`); the `jailbreak` signal (`extproc.signals.jailbreak`) and the
+image-text signal read this detector.
 """
 
 from extproc.detectors.jailbreak.detector import find_jailbreak

@@ -4,7 +4,10 @@ the first word of their leads (see `extproc.detectors.jailbreak` for how they ar
 
 from __future__ import annotations
 
-from extproc.detectors.jailbreak.rules_languages import LANGUAGE_RULES
+from extproc.detectors.jailbreak.rules_extraction import EXTRACTION_RULES
+from extproc.detectors.jailbreak.rules_overrides import OVERRIDE_RULES
+from extproc.detectors.jailbreak.rules_personas import PERSONA_RULES
+from extproc.detectors.jailbreak.rules_pretexts import PRETEXT_RULES
 from extproc.detectors.jailbreak.syntax import EXFIL as _EXFIL
 from extproc.detectors.jailbreak.syntax import JAILBREAK_CATEGORIES as _CATEGORIES
 from extproc.detectors.jailbreak.syntax import OVERRIDE as _OVERRIDE
@@ -241,7 +244,8 @@ RULES: tuple[Rule, ...] = (
           rf" {_gap(4)}(?:world|scenario|universe|reality|setting|situation|society) {_gap(2)}(?:where|with|in which"
           rf"|without|that has) (?:(?:no|without|zero) {_gap(3)}{_alt(_EN_LIMITS)}"
           # "where AI has no ethics"; not "no safety training", which essays about AI risk discuss
-          r"|(?:ai|ais|you|assistants|models|chatbots|the ai|the assistant|the model|llms) (?:has|have|had)"
+          r"|(?:ai|ais|ai assistants|ai models|you|assistants|models|chatbots|the ai|the assistant|the model|llms)"
+          r" (?:has|have|had)"
           rf" (?:no|zero) {_gap(1)}{_alt(_EN_NO_LIMITS)}"
           rf"|{_gap(3)}{_alt(_EN_LIMITS)} "
           r"(?:are|is|were|have been|do not|don t|no longer) (?:\w+ )?(?:suspended|lifted|abolished|removed"
@@ -615,6 +619,7 @@ def _index(rules: tuple[Rule, ...]) -> dict[str, tuple[Rule, ...]]:
     return {anchor: tuple(rs) for anchor, rs in by_anchor.items()}
 
 
-BY_ANCHOR = _index(RULES + LANGUAGE_RULES)
+# English's rules (above) and the other word-anchored languages', by class.
+BY_ANCHOR = _index(RULES + OVERRIDE_RULES + EXTRACTION_RULES + PERSONA_RULES + PRETEXT_RULES)
 ANCHORS = frozenset(BY_ANCHOR)
 ANCHORS_ASCII = frozenset(a.encode("ascii") for a in ANCHORS if a.isascii())

@@ -1,6 +1,7 @@
 """How a jailbreak rule is written: a category, a weight, the lead phrases it may start with (its
 anchors: their first words) and the rest of the pattern over the normal form, words separated by
-single spaces. Shared by `rules.py` and `rules_languages.py`.
+single spaces. Shared by `rules.py` and the rule modules by class (`rules_overrides.py`,
+`rules_extraction.py`, `rules_personas.py`, `rules_pretexts.py`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,220 @@
+"""A text as a reader sees it: the cheap obfuscations that change what a text's characters are
+but not what a person reads, undone.
+
+- format characters: zero-width spaces and joiners, soft hyphens, bidi embeddings, overrides and
+  isolates, invisible operators and tag characters are dropped (a zero-width joiner or non-joiner
+  with no ASCII letter on either side is kept: Persian, Indic and emoji sequences need them);
+- look-alike letters (Unicode TR39 "confusables", reduced to the Latin look-alikes that obfuscate
+  Latin-script text): full-width, mathematical and enclosed letters become their ASCII letters
+  (their compatibility form); Cyrillic, Greek, Armenian and small-capital / IPA letters become
+  the Latin letter they look like, but only in a word that mixes them with Latin letters, or in a
+  word made only of look-alikes inside text that is mostly Latin. Real Cyrillic or Greek text
+  (words such as "привет", "καλημέρα" carry letters with no Latin look-alike, and the text is
+  not mostly Latin) is left as it is;
+- leetspeak: in a word whose digits and symbols sit between letters ("1gn0r3", "pr0mpt",
+  "s3cr3t"), 0 1 3 4 5 7 @ $ become o i e a s t a s. A number at a word's edge ("sha256",
+  "covid19", "4k", "x86"), a word with a digit that is not a leet letter ("h2o", "k8s") and
+  a lone number are not words in leetspeak and stay;
+- letters separated by spaces or by one repeated mark ("i g n o r e", "i.g.n.o.r.e",
+  "i-g-n-o-r-e"): a run of at least four single letters is joined; a wider gap (two spaces or
+  more, or " / ") between runs stays a word break.
+
+`reader_view(text)` is None when none of that applies (most texts: one regex search for ASCII
+text), else the rewritten text and what was undone, for the evidence. Nothing here decides
+anything: the prompt-attack classifier judges the view beside the text as sent
+(`extproc.signals.classifier_views`) and the jailbreak patterns read it when the text as sent
+has no finding (`extproc.detectors.jailbreak`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# --- format characters ---------------------------------------------------------------------------
+_FORMAT = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001bca0-\U0001bca3\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
+)
+_JOINERS = "\u200c\u200d"
+
+# --- look-alike letters ----------------------------------------------------------------------------
+# Blocks whose letters NFKC maps to ASCII letters: full-width forms, mathematical alphanumerics,
+# enclosed and squared letters, modifier (superscript) letters.
+_COMPAT_BLOCKS = "\uff21-\uff3a\uff41-\uff5a\U0001d400-\U0001d7ff\u24b6-\u24e9\U0001f130-\U0001f189\u1d2c-\u1d6a"
+_COMPAT = re.compile(f"[{_COMPAT_BLOCKS}]+")
+# Letters of other scripts (and Latin extensions) drawn like a Latin letter, from Unicode's
+# confusables.txt (TR39), Latin targets only; lower case, as the text is read case-folded.
+_LOOKALIKE_PAIRS = (
+    # Cyrillic
+    "аa вb еe ѐe ёe һh іi їi јj кk ӏl мm нh оo ӧo рp сc ԛq тt уy ӯy хx ѕs ԁd ԝw ьb"
+    # Greek
+    " αa βb γy εe ηn ιi κk νv οo ρp τt υu χx ωw ϲc ϳj ζz"
+    # Armenian
+    " օo սu ցg ոn հh զq"
+    # Latin small capitals and IPA letters (not Turkish's dotless ı: a letter of its own)
+    " ɑa ɡg ʏy ɪi ʀr ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ʟl ᴍm ɴn ᴏo ᴘp ʀr ꜱs ᴛt ᴜu ᴠv ᴡw ʏy ᴢz ℓl"
+)
+_LOOKALIKE = {
+    pair[0]: pair[1] for pair in _LOOKALIKE_PAIRS.split() if len(pair) == 2 and pair[1].isascii() and pair[0] != pair[1]
+}
+# Upper-case forms map through their lower case.
+_LOOKALIKE_TABLE = str.maketrans(
+    {**_LOOKALIKE, **{ch.upper(): lat for ch, lat in _LOOKALIKE.items() if ch.upper() != ch and len(ch.upper()) == 1}}
+)
+_FOREIGN = re.compile(r"[^\W\d_]*[^\x00-\x7f\W\d_][^\W\d_]*")  # a word with a non-ASCII letter
+_LOOKALIKE_CLASS = re.escape("".join(sorted(chr(k) for k in _LOOKALIKE_TABLE)))
+# Any character one of the non-ASCII steps would change: one scan of a text with none of them.
+_SUSPECT = re.compile(f"{_FORMAT.pattern}|[{_COMPAT_BLOCKS}{_LOOKALIKE_CLASS}]")
+# A Latin letter beside a look-alike: every word that mixes them has one.
+_MIXED = re.compile(f"[A-Za-z][{_LOOKALIKE_CLASS}]|[{_LOOKALIKE_CLASS}][A-Za-z]")
+_ANY_LOOKALIKE = re.compile(f"[{_LOOKALIKE_CLASS}]")
+_LATIN_LETTER = re.compile(r"[A-Za-z]")
+
+# --- leetspeak -------------------------------------------------------------------------------------
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+# A token of letters, leet digits and leet symbols with a leet character between two letters
+# somewhere, or a leet character both before and after letters.
+_LEET_WORD = re.compile(
+    r"(?<![\w@$.])(?=[A-Za-z013457@$]{3,24}(?![\w@$]))"
+    r"[A-Za-z013457@$]*[A-Za-z][013457@$]+[A-Za-z][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
+)  # a word's length (not a base64 run, a hash or a token), and not an e-mail address ("ivan@example.ru")
+_LEET_HINT = re.compile(r"[A-Za-z][013457@$]+[A-Za-z]")
+# Once a text has two such words, every word of letters and leet characters is read ("4ll", "7h3")
+# and so is a number of one or two leet digits ("15" is "is"); alone, "4th", "3rd" and "2nd" are
+# numbers.
+_LEET_EDGE = re.compile(
+    r"(?<![\w@$.])(?=[A-Za-z013457@$]*[A-Za-z])[A-Za-z013457@$]*[013457@$][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
+    r"|(?<![\w@$.])[013457]{1,2}(?![\w@$.])"
+)
+
+# --- spaced letters --------------------------------------------------------------------------------
+# Single characters each followed by whitespace, at least four in a row; one space inside a word,
+# two or more (or a line break) between words.
+_SPACED_RUN = re.compile(r"(?<!\S)(?:\w[ \t]+){3,}\w(?!\S)")
+_SPACED_GAP = re.compile(r"[ \t]{2,}")
+# Single characters joined by one repeated mark: "i.g.n.o.r.e", "i-g-n-o-r-e", "i*g*n*o*r*e".
+_MARKED_RUN = re.compile(r"(?<![\w.\-*·|_])\w(?P<mark>[.\-_*·|])\w(?:(?P=mark)\w){2,}(?![\w.\-*·|_])")
+_SPACED_HINT = re.compile(r"(?<!\S)\w[ \t]+\w[ \t]+\w[ \t]+\w(?!\S)|\w([.\-_*·|])\w\1\w\1\w")
+
+
+# The shape of a text, at bytes speed: letters "a", leet digits and symbols "0", other digits "9",
+# joining marks ".", whitespace " ", the rest "#". The hints below are substring tests on it.
+def _shape_table() -> bytes:
+    out = bytearray(b"#" * 256)
+    for i in range(256):
+        ch = chr(i)
+        if ch.isascii() and ch.isalpha():
+            out[i] = ord("a")
+        elif ch in "013457@$":
+            out[i] = ord("0")
+        elif ch.isdigit():
+            out[i] = ord("9")
+        elif ch in ".-_*|":
+            out[i] = ord(".")
+        elif ch in " \t":
+            out[i] = ord(" ")
+    return bytes(out)
+
+
+_SHAPE = _shape_table()
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    text: str
+    undone: tuple[str, ...]  # what was undone, in words, for the evidence
+
+    @property
+    def how(self) -> str:
+        return ", ".join(self.undone)
+
+
+def _strip_format(text: str) -> str:
+    def keep(m: re.Match[str]) -> str:
+        ch = m.group()
+        if ch in _JOINERS:
+            before = text[m.start() - 1] if m.start() else " "
+            after = text[m.end()] if m.end() < len(text) else " "
+            if not (before.isascii() and before.isalnum()) and not (after.isascii() and after.isalnum()):
+                return ch
+        return ""
+
+    return _FORMAT.sub(keep, text)
+
+
+def _compat(m: re.Match[str]) -> str:
+    return unicodedata.normalize("NFKC", m.group())
+
+
+def _map_lookalikes(text: str) -> str:
+    """Look-alike letters mapped in words that mix them with Latin letters, or that are made of
+    nothing else inside mostly-Latin text."""
+    if not _ANY_LOOKALIKE.search(text):
+        return text
+    # Cheap first: ASCII characters (letters, spaces, punctuation) against the others, and (in
+    # the bytes' shape) an ASCII letter touching a non-ASCII character, which a mixed word has.
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    mostly_latin = ascii_chars > 4 * (len(text) - ascii_chars)
+    if not mostly_latin:
+        shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
+        if (b"a#" not in shape and b"#a" not in shape) or not _MIXED.search(text):
+            return text  # real Cyrillic or Greek text
+
+    def mapped(m: re.Match[str]) -> str:
+        word = m.group()
+        mixes = _LATIN_LETTER.search(word) is not None
+        all_lookalike = all(ch.isascii() or ch.lower() in _LOOKALIKE for ch in word)
+        if all_lookalike and (mixes or mostly_latin):
+            return word.translate(_LOOKALIKE_TABLE)
+        return word
+
+    return _FOREIGN.sub(mapped, text)
+
+
+def _join_spaced(m: re.Match[str]) -> str:
+    words = _SPACED_GAP.split(m.group())
+    return " ".join("".join(word.split()) for word in words)
+
+
+def _join_spaced_runs(text: str) -> str:
+    text = _SPACED_RUN.sub(_join_spaced, text)
+    return _MARKED_RUN.sub(lambda m: m.group().replace(m.group("mark"), ""), text)
+
+
+def _unleet(text: str) -> str:
+    plain, n = _LEET_WORD.subn(lambda m: m.group().translate(_LEET), text)
+    return _LEET_EDGE.sub(lambda m: m.group().translate(_LEET), plain) if n >= 2 else plain
+
+
+def reader_view(text: str) -> Reading | None:
+    """`text` with its format characters, look-alike letters, leetspeak and spaced-out letters
+    undone (see the module docstring); None when there is nothing to undo."""
+    undone: list[str] = []
+    out = text
+    if not text.isascii() and _SUSPECT.search(text):
+        stripped = _strip_format(out)
+        if stripped != out:
+            undone.append("format characters removed")
+            out = stripped
+        if _COMPAT.search(out):
+            out = _COMPAT.sub(_compat, out)
+            undone.append("compatibility letters mapped")
+        mapped = _map_lookalikes(out)
+        if mapped != out:
+            undone.append("look-alike letters mapped")
+            out = mapped
+    shape = out.encode("utf-8", "surrogatepass").translate(_SHAPE)  # non-ASCII bytes are "#"
+    if (b"a a a a" in shape or b"a.a.a.a" in shape or b"a  a  a" in shape) and _SPACED_HINT.search(out):
+        joined = _join_spaced_runs(out)
+        if joined != out:
+            undone.append("spaced letters joined")
+            out = joined
+            shape = out.encode("utf-8", "surrogatepass").translate(_SHAPE)
+    if b"a0" in shape and b"0a" in shape and _LEET_HINT.search(out):
+        plain = _unleet(out)
+        if plain != out:
+            undone.append("leetspeak read")
+            out = plain
+    return Reading(out, tuple(undone)) if undone else None
