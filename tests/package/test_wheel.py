@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +23,20 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subproc
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel built from this checkout, installed (its files, no dependencies) into a target folder."""
+    """The wheel built from this checkout, installed (its files, no dependencies) into a target folder.
+
+    Built from a copy of the tree without the editable install's leftovers: an `extproc.egg-info`
+    (its SOURCES.txt) or a `build/lib` from an earlier build put excluded files back into the wheel,
+    which a release build from a clean clone would not hold."""
+    source = tmp_path_factory.mktemp("source") / "extproc-src"
+    leftovers = shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "*.so"
+    )
+    shutil.copytree(REPO, source, ignore=leftovers, symlinks=True)
     wheels = tmp_path_factory.mktemp("wheels")
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(REPO)],
-        cwd=REPO,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(source)],
+        cwd=source,
     )
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("extproc-*.whl")
