@@ -40,6 +40,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "classifier": ("extproc.signals.prompt_attack", "ClassifierSpec", "ClassifierSignal"),
     "domain": ("extproc.signals.domain", "DomainSpec", "DomainSignal"),
     "complexity": ("extproc.signals.complexity", "ComplexitySpec", "ComplexitySignal"),
+    "remote_guard": ("extproc.signals.remote_guard", "RemoteGuardSpec", "RemoteGuardSignal"),
 }
 
 
