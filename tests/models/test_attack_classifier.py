@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -175,7 +176,8 @@ def test_written_harmful_rows_train_the_harmful_output_in_many_scripts(tmp_path:
     from extproc.tools.attack_training.train import _training_set, rows_for
     from extproc.tools.near_repeats import near_any
 
-    data = _training_set(write_corpus(tmp_path / "corpus", synthetic_rows()), TINY, lambda _: None)
+    recipe = dataclasses.replace(TINY, written_harmful=True)  # issue 48's rows (off by default)
+    data = _training_set(write_corpus(tmp_path / "corpus", synthetic_rows()), recipe, lambda _: None)
     written = [i for i, r in enumerate(data.rows) if r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN)]
     harmful = [i for i in written if data.rows[i].category == WRITTEN_HARMFUL]
     assert len(harmful) >= 150 and len(written) - len(harmful) >= 80
