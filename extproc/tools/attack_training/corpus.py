@@ -206,7 +206,7 @@ UNSEEN_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes_unseen.j
 # phrasings nobody tuned against: role and simulation setups, technical words ("bypass the
 # cache", "kill the process"), everyday requests of every kind.
 UNSEEN_EVERYDAY_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_unseen.jsonl")
-# Plain harmful requests (and a few look-alikes) in 20 languages written apart from the training rows.
+# Plain harmful requests (and a few look-alikes) in 18 languages written apart from the training rows.
 HARMFUL_HELDOUT_EVALUATION = EVERYDAY_EVALUATION.with_name("harmful_multilingual_heldout.jsonl")
 
 
