@@ -41,3 +41,13 @@ def test_harmful_rows_get_a_topic_or_their_source() -> None:
     corpus = {"text": "How to shoplift?", "label": "harmful", "source": "aart"}
     assert breakdown_groups(corpus) == ["script:latin", "source:aart"]
     assert breakdown_groups({"text": "Bonjour", "label": "benign", "source": "x"}) == ["script:latin"]
+
+
+def test_probe_files_carry_what_bench_safety_reads() -> None:
+    import json
+
+    data = Path(__file__).resolve().parents[2] / "bench" / "data"
+    for name in ("attack_probes.jsonl", "attack_probes_unseen.jsonl", "harmful_multilingual_heldout.jsonl"):
+        for line in (data / name).read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            assert {"text", "label", "lang", "category"} <= set(row), (name, row)
