@@ -141,6 +141,10 @@ class Thresholds:
     # few such texts can turn "write a thank-you letter to my teacher" in Chinese into a refusal.
     # A text it may not judge is decided by the lexical stage alone (at the sure threshold).
     head_scripts: str = "any"
+    # The sure threshold of a text the embedding stage may not read (None: as any other text): the
+    # lexical stage alone decides those, so their threshold is chosen on their own benign texts
+    # (out of fold, other scripts than Latin), lower than a Latin text's where that pays.
+    script_high: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.low <= self.high <= 1.0 or not 0.0 <= self.decision <= 1.0:
@@ -151,6 +155,8 @@ class Thresholds:
             raise ValueError(f"short_high must lie between high and 1, got {self}")
         if self.long_high is not None and not self.high <= self.long_high <= 1.0:
             raise ValueError(f"long_high must lie between high and 1, got {self}")
+        if self.script_high is not None and not 0.0 < self.script_high <= 1.0:
+            raise ValueError(f"script_high must lie in (0, 1], got {self}")
         if self.head_scripts not in HEAD_SCRIPTS:
             raise ValueError(f"head_scripts must be one of {', '.join(HEAD_SCRIPTS)}, got {self.head_scripts!r}")
 
@@ -164,6 +170,13 @@ class Thresholds:
         if length < self.short_chars:
             return self.high if self.short_high is None else self.short_high
         return self.high if self.long_high is None else self.long_high
+
+    def sure_for(self, text: str) -> float:
+        """The sure threshold of `text`: `script_high` when the embedding stage may not read it,
+        else `sure(len(text))`."""
+        if self.script_high is not None and not self.head_reads(text):
+            return self.script_high
+        return self.sure(len(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +374,7 @@ class AttackClassifier:
                 short_high=_meta_float(th, "short_high", where) if "short_high" in th else None,
                 long_high=_meta_float(th, "long_high", where) if "long_high" in th else None,
                 head_scripts=str(th.get("head_scripts", "any")),
+                script_high=_meta_float(th, "script_high", where) if "script_high" in th else None,
             )
         except ValueError as exc:
             raise AttackClassifierError(f"attack classifier: meta.json: {exc}") from exc
@@ -425,7 +439,7 @@ class AttackClassifier:
         p = self.lexical_score(text)
         if p < self.thresholds.low:
             return AttackVerdict(False, "lexical", p, p)
-        if p >= self.thresholds.sure(len(text)):
+        if p >= self.thresholds.sure_for(text):
             return AttackVerdict(True, "lexical", p, p)
         if not self.thresholds.head_reads(text):
             return AttackVerdict(False, "lexical", p, p)

@@ -282,7 +282,7 @@ class OutputThresholds(Protocol):
     def high(self) -> float: ...
     @property
     def decision(self) -> float: ...
-    def sure(self, length: int) -> float: ...
+    def sure_for(self, text: str) -> float: ...
     def head_reads(self, text: str) -> bool: ...
 
 
@@ -451,7 +451,7 @@ class PromptAttackSignal(ClassifierSignal):
         for output, name in zip(self.outputs, self.names, strict=True):
             override = self.override(name) if overridable else None
             thresholds = model.thresholds(output)
-            out[name] = [override if override is not None else thresholds.sure(len(t.text)) for t in texts]
+            out[name] = [override if override is not None else thresholds.sure_for(t.text) for t in texts]
         return out
 
     def rows(self, scores: Sequence[Sequence[float]]) -> list[dict[str, float]]:

@@ -46,6 +46,7 @@ BUILTIN_SIGNAL_TYPES: dict[str, tuple[str, str, str]] = {
     "feature": ("extproc.signals.features", "FeatureSpec", "FeatureSignal"),
     "kb": ("extproc.signals.kb", "KbSpec", "KbSignal"),
     "reask": ("extproc.signals.reask", "ReaskSpec", "ReaskSignal"),
+    "remote_guard": ("extproc.signals.remote_guard", "RemoteGuardSpec", "RemoteGuardSignal"),
 }
 
 

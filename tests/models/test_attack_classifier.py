@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -44,6 +45,7 @@ from extproc.tools.attack_training import (
     sparse_logits,
     train,
 )
+from extproc.tools.attack_training.corpus import WRITTEN_HARMFUL, WRITTEN_TWIN
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_TEST_SPLIT = REPO.parent / "shared" / "data" / "safety" / "test.jsonl"
@@ -156,13 +158,41 @@ def test_protective_questions_train_the_harmful_output_only(tmp_path: Path) -> N
     assert sum(data.rows[i].category == SUPPORT_WRITTEN for i in protective) >= 80
     assert sum(data.rows[i].category == HOWTO for i in protective) >= 250
     assert sum(data.rows[i].category == DARK_FICTION for i in protective) >= 120
-    assert set(np.flatnonzero(data.harmful_only).tolist()) == protective
+    written = {i for i, r in enumerate(data.rows) if r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN)}
+    assert set(np.flatnonzero(data.harmful_only).tolist()) == protective | written
     attack_used, _ = rows_for(data, "attack")
     harmful_used, harmful_positive = rows_for(data, "harmful")
     assert not attack_used[sorted(protective)].any() and harmful_used[sorted(protective)].all()
     assert not harmful_positive[sorted(protective)].any()
     everyday = [i for i, r in enumerate(data.rows) if r.category == "everyday"]
     assert everyday and attack_used[everyday].all()  # the other everyday rows still train both
+
+
+def test_written_harmful_rows_train_the_harmful_output_in_many_scripts(tmp_path: Path) -> None:
+    """The harmful requests written in many languages and scripts, with their benign twins on the
+    same topics, are rows of the harmful output only (labelled as written), and none comes near a
+    text of the evaluation sets, the multilingual held-out harmful requests included."""
+    from extproc.tools.attack_training.corpus import HARMFUL_HELDOUT_EVALUATION, everyday_evaluation_texts
+    from extproc.tools.attack_training.train import _training_set, rows_for
+    from extproc.tools.near_repeats import near_any
+
+    recipe = dataclasses.replace(TINY, written_harmful=True)  # issue 48's rows (off by default)
+    data = _training_set(write_corpus(tmp_path / "corpus", synthetic_rows()), recipe, lambda _: None)
+    written = [i for i, r in enumerate(data.rows) if r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN)]
+    harmful = [i for i in written if data.rows[i].category == WRITTEN_HARMFUL]
+    assert len(harmful) >= 150 and len(written) - len(harmful) >= 80
+    assert all(data.rows[i].label == "harmful" for i in harmful)
+    assert {data.rows[i].lang for i in harmful} >= {"zh", "ja", "ko", "ru", "ar", "hi", "bn", "th", "he", "el"}
+    attack_used, _ = rows_for(data, "attack")
+    harmful_used, positive = rows_for(data, "harmful")
+    assert not attack_used[written].any() and harmful_used[written].all()
+    assert positive[harmful].all() and not positive[sorted(set(written) - set(harmful))].any()
+    held_out = everyday_evaluation_texts()
+    heldout_rows = [json.loads(line) for line in HARMFUL_HELDOUT_EVALUATION.read_text(encoding="utf-8").splitlines()]
+    assert sum(r["label"] == "harmful" for r in heldout_rows) >= 150 and len({r["lang"] for r in heldout_rows}) >= 15
+    assert {r["text"] for r in heldout_rows} <= set(held_out)
+    near = near_any(held_out, jaccard=0.33)
+    assert [data.rows[i].text for i in written if near(data.rows[i].text)] == []
 
 
 def test_encoding_requests_train_both_outputs_as_benign(tmp_path: Path) -> None:
@@ -661,9 +691,15 @@ def test_benign_crops_cut_sentences_and_lines_of_benign_rows_only() -> None:
         "Keep it short",
         "请推荐一本关于历史的书。",  # CJK characters count double toward crop_min_chars
     }
-    assert all((c.label, c.category, c.lang, c.source) == ("benign", "crop/benign_roleplay", "en", "awesome") for c in crops)
+    assert all(
+        (c.label, c.category, c.lang, c.source) == ("benign", "crop/benign_roleplay", "en", "awesome") for c in crops
+    )
     assert benign_crops(benign, cfg) == crops  # deterministic
     assert len(benign_crops(benign, TrainConfig(crops_per_row=2))) == 2
-    assert benign_crops(CorpusRow(text, "attack", "jailbreak_persona", "en", "x"), cfg) == []  # a piece of an attack may be harmless
+    assert (
+        benign_crops(CorpusRow(text, "attack", "jailbreak_persona", "en", "x"), cfg) == []
+    )  # a piece of an attack may be harmless
     assert benign_crops(benign, TrainConfig(crop_categories=("benign_code",))) == []
-    assert benign_crops(CorpusRow("One sentence only.", "benign", "benign_general", "en", "x"), cfg) == []  # the row itself
+    assert (
+        benign_crops(CorpusRow("One sentence only.", "benign", "benign_general", "en", "x"), cfg) == []
+    )  # the row itself

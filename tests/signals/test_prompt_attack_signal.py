@@ -56,6 +56,9 @@ class StubThresholds:
     def sure(self, length: int) -> float:
         return self.short_high if length < self.short_chars and self.short_high is not None else self.high
 
+    def sure_for(self, text: str) -> float:
+        return self.sure(len(text))
+
     def head_reads(self, text: str) -> bool:
         return self.head_scripts == "any" or text.isascii()
 

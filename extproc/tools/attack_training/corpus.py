@@ -34,6 +34,11 @@ LABELS = (ATTACK, HARMFUL, BENIGN)
 SHORT_TEXT_CHARS = 200  # "short" in the reports (the issue's and the corpus's measure)
 SHORT_HIGH_CAP = 0.999  # a short text's lexical score this high is overwhelming evidence
 SOURCES_CITE = "/work/shared/data/safety/SOURCES.md (in CI: ../shared/data/safety/SOURCES.md)"
+# Harmful requests written for this project in many languages and scripts, with benign twins on the
+# same topics (protective and help-seeking questions, crime fiction): categories of their own rows.
+WRITTEN_HARMFUL = "written_harmful"
+WRITTEN_TWIN = "written_twin"
+WRITTEN_HARMFUL_FILE = Path(__file__).resolve().parent / "harmful_written.jsonl"
 EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
 
 
@@ -103,6 +108,33 @@ class TrainConfig:
     # Everyday requests written for this project (`attack_everyday.py`: creative writing, role-play,
     # "act as", seventeen languages) as benign training rows, like crops: trained on, never scored.
     everyday: bool = True
+    # Issue 48's recipe, off by default until weights trained with it ship (the train command must
+    # reproduce the shipped weights byte for byte); `TrainConfig.issue48()` turns it on:
+    # - the harmful requests and twins of `harmful_written.jsonl` (CJK, Hangul, Cyrillic, Arabic,
+    #   Hebrew, Greek, Devanagari, Bengali, Thai and Latin-script languages), trained on, never
+    #   scored; like the protective rows they train the harmful output only;
+    written_harmful: bool = False
+    # - per output, the lowest sure threshold of a Latin-script text (the lexical stage deciding
+    #   alone); harmful: 0.999, where the default policy put it (an essay intro scored 0.996);
+    sure_floors: tuple[tuple[str, float], ...] = ()
+    # - outputs whose thresholds must leave every project-written benign text (everyday requests,
+    #   twins) unflagged out of fold: the default policy refuses on them as they are;
+    held_everyday_outputs: tuple[str, ...] = ()
+    # - for a Latin-only head, the sure threshold of other scripts' texts (`script_high`): at most
+    #   this share of their benign corpus rows and crops reach it out of fold (None: no such threshold).
+    script_fp_target: float | None = None
+
+    @classmethod
+    def issue48(cls, **overrides: Any) -> TrainConfig:
+        """The recipe of issue 48 (every script; thresholds held at 0 project-written refusals)."""
+        settings: dict[str, Any] = {
+            "written_harmful": True,
+            "sure_floors": ((HARMFUL, 0.999),),
+            "held_everyday_outputs": (HARMFUL,),
+            "script_fp_target": 0.004,
+        }
+        return cls(**{**settings, **overrides})
+
     threads: int = 1
 
 
@@ -174,6 +206,8 @@ UNSEEN_PROBES_EVALUATION = EVERYDAY_EVALUATION.with_name("attack_probes_unseen.j
 # phrasings nobody tuned against: role and simulation setups, technical words ("bypass the
 # cache", "kill the process"), everyday requests of every kind.
 UNSEEN_EVERYDAY_EVALUATION = EVERYDAY_EVALUATION.with_name("everyday_unseen.jsonl")
+# Plain harmful requests (and a few look-alikes) in 18 languages written apart from the training rows.
+HARMFUL_HELDOUT_EVALUATION = EVERYDAY_EVALUATION.with_name("harmful_multilingual_heldout.jsonl")
 
 
 def everyday_evaluation_texts() -> list[str]:
@@ -185,6 +219,7 @@ def everyday_evaluation_texts() -> list[str]:
         ATTACK_PROBES_EVALUATION,
         UNSEEN_PROBES_EVALUATION,
         UNSEEN_EVERYDAY_EVALUATION,
+        HARMFUL_HELDOUT_EVALUATION,
     ):
         if path.is_file():
             lines = path.read_text(encoding="utf-8").split("\n")
@@ -200,3 +235,25 @@ def output_rows(output: str, labels: npt.NDArray[np.str_]) -> tuple[BoolArray, B
     positive = labels == output
     used = np.ones(labels.shape[0], dtype=bool) if output == ATTACK else labels != ATTACK
     return used, positive
+
+
+def written_harmful_rows(exclude: Sequence[str] = (), path: Path = WRITTEN_HARMFUL_FILE) -> list[CorpusRow]:
+    """The written harmful requests (label harmful) and their twins (benign), without any row
+    equal to or near (word 3-grams) one of `exclude`, the evaluation texts."""
+    from extproc.tools.near_repeats import near_any
+
+    near = near_any(exclude)
+    rows: list[CorpusRow] = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        label = str(obj["label"])
+        if label not in (HARMFUL, BENIGN):
+            raise ValueError(f"{path.name}: label must be harmful or benign, got {label!r}")
+        text = str(obj["text"])
+        if near(text):
+            continue
+        category = WRITTEN_HARMFUL if label == HARMFUL else WRITTEN_TWIN
+        rows.append(CorpusRow(text=text, label=label, category=category, lang=str(obj["lang"]), source="project"))
+    return rows

@@ -193,6 +193,27 @@ class CascadeChoice:
     attack_embedded: float
     short_high: float | None = None  # the sure threshold of short texts (None: high)
     long_high: float | None = None  # the sure threshold of the other texts (None: high)
+    script_high: float | None = None  # the sure threshold of texts the head may not read (None: as the others)
+
+
+def with_script_high(sure: F64Array | float, readable: BoolArray | None, script_high: float | None) -> F64Array | float:
+    """`sure` with `script_high` in place for the texts the embedding stage may not read (other
+    scripts than Latin, for a Latin-only head): the lexical stage alone decides those, so their
+    sure threshold is chosen on their own benign texts."""
+    if script_high is None or readable is None:
+        return sure
+    return np.where(readable, sure, script_high)
+
+
+@dataclass(frozen=True, slots=True)
+class HeldBenign:
+    """Benign texts that must stay unflagged out of fold (the project's own everyday requests):
+    their lexical and head probabilities, which are short, which the head may read."""
+
+    p: F64Array
+    s: F64Array
+    short: BoolArray
+    readable: BoolArray
 
 
 def sure_thresholds(
@@ -237,11 +258,14 @@ def choose_thresholds(
     short_high: float | None = None,
     readable: BoolArray | None = None,
     long_high: float | None = None,
+    script_high: float | None = None,
+    held: HeldBenign | None = None,
 ) -> CascadeChoice:
     """Grid search on out-of-fold scores: max recall s.t. FP <= fp_target and benign
     embedding share <= embed_target; ties go to fewer embedded texts, then higher thresholds.
     Texts marked `short` are decided by the lexical stage alone only at max(high, short_high), the
-    others at max(high, long_high)."""
+    others at max(high, long_high); texts not `readable` at `script_high` when given. With `held`,
+    a choice that flags any of those benign texts out of fold is not taken."""
     pb, pa = p[~y], p[y]
     lows = sorted({float(np.quantile(pb, q)) for q in np.arange(0.80, 0.999, 0.005)})
     highs = sorted({float(np.quantile(pb, 1.0 - q)) for q in np.arange(0.0005, 0.0105, 0.0005)} | {1.0})
@@ -252,7 +276,7 @@ def choose_thresholds(
         for high in highs:
             if high < low:
                 continue
-            sure = sure_thresholds(high, short, short_high, long_high)
+            sure = with_script_high(sure_thresholds(high, short, short_high, long_high), readable, script_high)
             embedded = (p >= low) & (p < sure)
             if readable is not None:
                 embedded &= readable
@@ -269,7 +293,17 @@ def choose_thresholds(
             fp = (lex_hit & ~y).sum() + neg_emb.sum(axis=1)
             recall = tp / max(int(y.sum()), 1)
             fpr = fp / max(int((~y).sum()), 1)
-            for k in np.flatnonzero(fpr <= fp_target):
+            allowed = fpr <= fp_target
+            if held is not None:
+                held_sure = with_script_high(
+                    sure_thresholds(high, held.short, short_high, long_high), held.readable, script_high
+                )
+                if bool((held.p >= held_sure).any()):
+                    continue
+                held_embedded = (held.p >= low) & (held.p < held_sure) & held.readable
+                if held_embedded.any():
+                    allowed &= decisions > float(held.s[held_embedded].max())
+            for k in np.flatnonzero(allowed):
                 key = (float(recall[k]), -benign_emb, float(decisions[k]), low, high)
                 if best is None or key > best_key:
                     best_key = key
@@ -283,14 +317,15 @@ def choose_thresholds(
                         attack_embedded=float(embedded[y].mean()) if pa.size else 0.0,
                         short_high=None if short_high is None else max(high, short_high),
                         long_high=None if long_high is None else max(high, long_high),
+                        script_high=script_high,
                     )
     if best is None:  # nothing meets the targets: be conservative
         high = float(np.quantile(pb, 1.0 - fp_target)) if pb.size else 1.0
         top = None if short_high is None else max(high, short_high)
         long_top = None if long_high is None else max(high, long_high)
-        sure = sure_thresholds(high, short, top, long_top)
+        sure = with_script_high(sure_thresholds(high, short, top, long_top), readable, script_high)
         flagged, embedded = cascade_predict(p, s, high, high, 1.0, sure, readable)
         best = CascadeChoice(
-            high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0, top, long_top
+            high, high, 1.0, float(flagged[y].mean()), float(flagged[~y].mean()), 0.0, 0.0, top, long_top, script_high
         )
     return best

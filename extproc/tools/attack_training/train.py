@@ -27,6 +27,8 @@ from extproc.tools.attack_training.corpus import (
     BENIGN,
     SHORT_HIGH_CAP,
     SOURCES_CITE,
+    WRITTEN_HARMFUL,
+    WRITTEN_TWIN,
     BoolArray,
     CorpusRow,
     F64Array,
@@ -38,9 +40,11 @@ from extproc.tools.attack_training.corpus import (
     fold_of,
     load_corpus,
     output_rows,
+    written_harmful_rows,
 )
 from extproc.tools.attack_training.fitting import (
     HeadWeights,
+    HeldBenign,
     cascade_predict,
     choose_thresholds,
     fit_head,
@@ -52,6 +56,7 @@ from extproc.tools.attack_training.fitting import (
     sigmoid,
     sparse_logits,
     sure_thresholds,
+    with_script_high,
 )
 from extproc.tools.fitting import Sparse
 from extproc.tools.training import (
@@ -110,6 +115,7 @@ class TrainingSet:
     labels: npt.NDArray[np.str_]
     benign: BoolArray
     original: BoolArray  # a corpus row (not a crop or an everyday request)
+    project: BoolArray  # written for this project (everyday requests, written harmful rows and twins)
     # Rows only the harmful output trains on: the protective questions about crime carry no attack
     # technique (the attack output refuses none of them), and leaving them out keeps the attack
     # output's rows, and so its weights and thresholds, what they were without them.
@@ -147,6 +153,8 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
     seen = {r.text for r in corpus_rows}
     crop_rows, crop_parent = _crops(corpus_rows, cfg, seen)
     extra_rows = _everyday(seen) if cfg.everyday else []
+    if cfg.written_harmful:
+        extra_rows += _written(seen)
     rows = corpus_rows + crop_rows + extra_rows
     n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
@@ -169,6 +177,7 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
         labels=labels,
         benign=labels == BENIGN,
         original=original,
+        project=~original & np.array([r.source == "project" for r in rows], dtype=bool),
         harmful_only=np.array([r.category in HARMFUL_ONLY_CATEGORIES for r in rows], dtype=bool),
         non_en=np.array([r.lang != "en" for r in rows], dtype=bool),
         short=np.array([len(t) < cfg.short_chars for t in texts], dtype=bool),
@@ -206,6 +215,17 @@ def _everyday(seen: set[str]) -> list[CorpusRow]:
             seen.add(text)
             extra_rows.append(CorpusRow(text=text, label=BENIGN, category=category, lang=lang, source="project"))
     return extra_rows
+
+
+def _written(seen: set[str]) -> list[CorpusRow]:
+    """The harmful requests and their benign twins written for this project in many languages and
+    scripts (`harmful_written.jsonl`), not already seen (`seen` grows)."""
+    rows: list[CorpusRow] = []
+    for row in written_harmful_rows(everyday_evaluation_texts()):
+        if row.text not in seen:
+            seen.add(row.text)
+            rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +273,9 @@ def _train(
     return metrics
 
 
-HARMFUL_ONLY_CATEGORIES = frozenset({PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN, HOWTO, DARK_FICTION})
+HARMFUL_ONLY_CATEGORIES = frozenset(
+    {PROTECTIVE, PROTECTIVE_WRITTEN, SUPPORT_WRITTEN, HOWTO, DARK_FICTION, WRITTEN_HARMFUL, WRITTEN_TWIN}
+)
 
 
 def rows_for(data: TrainingSet, output: str) -> tuple[BoolArray, BoolArray]:
@@ -288,9 +310,24 @@ def _fit_output(
     long_benign = ~data.short[idx] & data.benign[idx]
     short_high = _sure_threshold(oof_p[short_benign], cfg.short_fp_target)
     long_high = _sure_threshold(oof_p[long_benign], cfg.long_fp_target)
+    floor = dict(cfg.sure_floors).get(output)
+    if floor is not None:  # the lexical stage alone decides a Latin text no lower than this
+        short_high = floor if short_high is None else max(short_high, floor)
+        long_high = floor if long_high is None else max(long_high, floor)
     fp_target = dict(cfg.fp_targets).get(output, cfg.fp_target)
     head_scripts = "latin" if output in cfg.latin_head_outputs else "any"
     reads = data.latin[idx] if head_scripts == "latin" else np.ones(idx.shape[0], dtype=bool)
+    script_high = (
+        _script_high(data, idx, oof_p, reads, cfg.script_fp_target)
+        if head_scripts == "latin" and cfg.script_fp_target is not None
+        else None
+    )
+    held_rows = data.project[idx] & data.benign[idx] if output in cfg.held_everyday_outputs else None
+    held = (
+        HeldBenign(oof_p[held_rows], oof_s[held_rows], data.short[idx][held_rows], reads[held_rows])
+        if held_rows is not None
+        else None
+    )
     choice = choose_thresholds(
         oof_p[judged],
         oof_s[judged],
@@ -301,6 +338,8 @@ def _fit_output(
         short_high,
         reads[judged],
         long_high,
+        script_high,
+        held,
     )
     say(f"{output}: thresholds: {choice}")
 
@@ -315,9 +354,20 @@ def _fit_output(
     fp16_diff = float(np.abs(p32 - p16).max())
     if fp16_diff > 1e-2:
         raise RuntimeError(f"{output}: float16 lexical weights change scores by {fp16_diff:.4f}: keep float32")
-    sure = sure_thresholds(choice.high, data.short[idx], choice.short_high, choice.long_high)
+    sure = with_script_high(
+        sure_thresholds(choice.high, data.short[idx], choice.short_high, choice.long_high), reads, script_high
+    )
     flagged, embedded = cascade_predict(oof_p, oof_s, choice.low, choice.high, choice.decision, sure, reads)
     metrics = _cv_metrics(data, idx, y, judged, oof_p, flagged, embedded)
+    if script_high is not None:
+        non_latin = judged & ~reads
+        metrics["cv_non_latin_recall"] = _round(float(flagged[non_latin & y].mean())) if (non_latin & y).any() else None
+        metrics["cv_non_latin_fp_rate"] = (
+            _round(float(flagged[non_latin & ~y].mean())) if (non_latin & ~y).any() else None
+        )
+    if held_rows is not None:
+        metrics["cv_project_benign_flagged"] = int(flagged[held_rows].sum())
+        metrics["cv_decision_curve"] = _decision_curve(oof_p, oof_s, y, judged, held_rows, choice, sure, reads)
     metrics["float16_max_abs_prob_diff"] = _round(fp16_diff, 8)
     metrics["train_rows"] = int(data.original[idx].sum())
     metrics["train_positives"] = int(y[judged].sum())
@@ -331,7 +381,51 @@ def _fit_output(
     }
     if choice.long_high is not None:
         thresholds["long_high"] = choice.long_high
+    if script_high is not None:
+        thresholds["script_high"] = script_high
     return OutputFit(w16, b_full, head, thresholds, metrics)
+
+
+def _script_high(data: TrainingSet, idx: IntArray, oof_p: F64Array, reads: BoolArray, fp_target: float) -> float | None:
+    """The sure threshold of texts the head may not read: at most `fp_target` of their benign
+    corpus rows and crops out of fold reach it, and none of the project's own benign texts."""
+    other = ~reads & data.benign[idx]
+    pool, held = oof_p[other & ~data.project[idx]], oof_p[other & data.project[idx]]
+    if not pool.size:
+        return None
+    top = float(np.quantile(pool, 1.0 - fp_target))
+    if held.size:
+        top = max(top, float(np.nextafter(held.max(), 1.0)))
+    return min(SHORT_HIGH_CAP, top)
+
+
+CURVE_DECISIONS = (0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.999)
+
+
+def _decision_curve(
+    oof_p: F64Array,
+    oof_s: F64Array,
+    y: BoolArray,
+    judged: BoolArray,
+    held_rows: BoolArray,
+    choice: Any,
+    sure: F64Array | float,
+    reads: BoolArray,
+) -> list[dict[str, float | int]]:
+    """Out of fold, at the chosen lexical thresholds: recall, benign false positives and the
+    project's everyday texts flagged, by the head's decision threshold (the weights README's curve)."""
+    curve: list[dict[str, float | int]] = []
+    for decision in sorted({*CURVE_DECISIONS, choice.decision}):
+        flagged, _ = cascade_predict(oof_p, oof_s, choice.low, choice.high, decision, sure, reads)
+        curve.append(
+            {
+                "decision": float(decision),
+                "recall": _round(float(flagged[judged & y].mean())),
+                "fp_rate": _round(float(flagged[judged & ~y].mean())),
+                "project_benign_flagged": int(flagged[held_rows].sum()),
+            }
+        )
+    return curve
 
 
 def _sure_threshold(benign_p: F64Array, fp_target: float | None) -> float | None:
