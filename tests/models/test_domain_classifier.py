@@ -25,8 +25,8 @@ from extproc.models.domain_classifier import (
     DomainClassifierError,
 )
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
+from extproc.tools.domain_evaluation import TfidfFeatures
 from extproc.tools.domain_training import (
-    TfidfFeatures,
     TrainConfig,
     evaluate,
     knee,
@@ -244,7 +244,7 @@ def test_shipped_weights_answer_plain_questions() -> None:
 
 
 BENCH_DATA = Path(__file__).resolve().parents[2] / "bench" / "data"
-HELD_OUT_SETS = ["domain_everyday.jsonl", "domain_exam.jsonl"]
+HELD_OUT_SETS = ["domain_everyday.jsonl", "domain_exam.jsonl", "domain_unseen.jsonl"]
 
 
 @pytest.mark.parametrize("name", HELD_OUT_SETS)
