@@ -81,13 +81,13 @@ def leave_source_out(
     for f in range(cfg.folds):
         held = np.flatnonzero(folds == f)
         kept = np.flatnonzero(folds != f)
-        texts = [read(corpus[i].text) for i in kept] + [read(r.text) for r in extra]
+        texts = [read(corpus[int(i)].text) for i in kept] + [read(r.text) for r in extra]
         ty = np.concatenate([y[kept], extra_y])
         weights = balanced_weights(ty, k)
         static = static_embedding(token_vectors, tokenizer, texts, cfg.sif_a)
         x = first_stage_matrix(texts, cfg.lexical, static, cfg.static_scale)
         w, b = fit_softmax(x, ty, weights, k, l2=cfg.first_l2, max_iter=cfg.first_max_iter, threads=cfg.threads)
-        held_x = first_stage_matrix([read(corpus[i].text) for i in held], cfg.lexical, static, cfg.static_scale)
+        held_x = first_stage_matrix([read(corpus[int(i)].text) for i in held], cfg.lexical, static, cfg.static_scale)
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
         first[held] = softmax_rows(logits / temperatures[0])
         hw, hb = fit_softmax(
