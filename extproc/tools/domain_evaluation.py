@@ -1,20 +1,43 @@
 """The plain baselines the subject classifier is judged beside (the issue's TF-IDF and MiniLM
-logistic regressions, and their average), fitted on the same training rows as the classifier."""
+logistic regressions, and their average), fitted on the same training rows as the classifier,
+and `extproc train-domain`'s entry point (train, then the test split beside the baselines)."""
 
 from __future__ import annotations
 
+import argparse
 import itertools
+import json
 import math
 import re
+import sys
+import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.domain_classifier import SUBJECTS
-from extproc.tools.domain_training import FloatArray, Row, balanced_weights, fit_softmax, predict_softmax, scores
+from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR, SUBJECTS, DomainClassifier
+from extproc.tools.domain_training import (
+    EXTRA_FILE,
+    FloatArray,
+    Row,
+    TrainConfig,
+    balanced_weights,
+    embed_all,
+    evaluate,
+    fit_softmax,
+    format_report,
+    load_rows,
+    minilm_embedder,
+    packaged_token_vectors,
+    predict_softmax,
+    scores,
+    train,
+)
+from extproc.tools.domain_training import __doc__ as training_doc
 from extproc.tools.fitting import Sparse
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -68,3 +91,55 @@ def baselines(
         "minilm_lr": scores(yt, p_emb.argmax(1), labels),
         "average": scores(yt, p_avg.argmax(1), labels),
     }
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="extproc train-domain", description=training_doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
+    parser.add_argument("--out", type=Path, default=None, help="weights folder (default: the packaged one)")
+    parser.add_argument("--extra", type=Path, default=None, help=f"extra training rows (default: OUT/{EXTRA_FILE})")
+    parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the TF-IDF / MiniLM baselines")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "extproc-domain-cache")
+    parser.add_argument("--no-cache", action="store_true", help="no on-disk cache of embeddings and token vectors")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
+    embedder = minilm_embedder(args.threads, None if args.no_cache else args.cache_dir)
+    if not args.eval_only:
+        metrics = train(
+            args.data,
+            out_dir,
+            embedder=embedder,
+            token_vectors=packaged_token_vectors(args.threads, None if args.no_cache else args.cache_dir),
+            config=TrainConfig(threads=args.threads),
+            extra=args.extra or out_dir / EXTRA_FILE,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+        print(json.dumps({"train_cv_metrics": metrics}, indent=2, sort_keys=True), file=sys.stderr)
+    test_file = args.data / "test.jsonl"
+    if not test_file.is_file():
+        print(f"no {test_file}: nothing to evaluate", file=sys.stderr)
+        return 0
+    classifier = DomainClassifier.load(out_dir)
+    test_rows = load_rows(test_file)
+    report = evaluate(classifier, test_rows, embedder.embed)
+    base = None
+    if not args.no_baselines:
+        train_rows = load_rows(args.data / "train.jsonl")
+        base = baselines(
+            train_rows,
+            test_rows,
+            embed_all(embedder, [r.text for r in train_rows]),
+            embed_all(embedder, [r.text for r in test_rows]),
+            threads=args.threads,
+        )
+    print(json.dumps({"report": report, "baselines": base}, indent=2) if args.json else format_report(report, base))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -29,14 +29,11 @@ thread, MiniLM embeddings through an on-disk cache):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,7 +43,6 @@ import numpy.typing as npt
 
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
 from extproc.models.domain_classifier import (
-    DEFAULT_WEIGHTS_DIR,
     EMBEDDING_DIM,
     FORMAT_VERSION,
     HEAD_FILE,
@@ -607,57 +603,3 @@ def packaged_token_vectors(threads: int, cache_dir: Path | None) -> FloatArray:
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.save(path, vectors)
     return vectors
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="extproc train-domain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
-    parser.add_argument("--out", type=Path, default=None, help="weights folder (default: the packaged one)")
-    parser.add_argument("--extra", type=Path, default=None, help=f"extra training rows (default: OUT/{EXTRA_FILE})")
-    parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
-    parser.add_argument("--no-baselines", action="store_true", help="skip the TF-IDF / MiniLM baselines")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
-    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "extproc-domain-cache")
-    parser.add_argument("--no-cache", action="store_true", help="no on-disk cache of embeddings and token vectors")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(list(argv) if argv is not None else None)
-    out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
-    embedder = minilm_embedder(args.threads, None if args.no_cache else args.cache_dir)
-    if not args.eval_only:
-        metrics = train(
-            args.data,
-            out_dir,
-            embedder=embedder,
-            token_vectors=packaged_token_vectors(args.threads, None if args.no_cache else args.cache_dir),
-            config=TrainConfig(threads=args.threads),
-            extra=args.extra or out_dir / EXTRA_FILE,
-            log=lambda m: print(m, file=sys.stderr),
-        )
-        print(json.dumps({"train_cv_metrics": metrics}, indent=2, sort_keys=True), file=sys.stderr)
-    test_file = args.data / "test.jsonl"
-    if not test_file.is_file():
-        print(f"no {test_file}: nothing to evaluate", file=sys.stderr)
-        return 0
-    classifier = DomainClassifier.load(out_dir)
-    test_rows = load_rows(test_file)
-    report = evaluate(classifier, test_rows, embedder.embed)
-    base = None
-    if not args.no_baselines:
-        train_rows = load_rows(args.data / "train.jsonl")
-        from extproc.tools.domain_evaluation import baselines
-
-        base = baselines(
-            train_rows,
-            test_rows,
-            embed_all(embedder, [r.text for r in train_rows]),
-            embed_all(embedder, [r.text for r in test_rows]),
-            threads=args.threads,
-        )
-    print(json.dumps({"report": report, "baselines": base}, indent=2) if args.json else format_report(report, base))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
