@@ -73,7 +73,7 @@ def leave_source_out(
     folds = source_folds([r.source or r.group for r in corpus], [r.label for r in corpus], cfg.folds)
     extra_y = np.array([labels.index(r.label) for r in extra], dtype=np.int64)
     emb = np.asarray(embed([r.text for r in corpus]), dtype=np.float64)
-    extra_emb = np.asarray(embed([r.text for r in extra]), dtype=np.float64).reshape(len(extra), -1)
+    extra_emb = np.asarray(embed([r.text for r in extra]), dtype=np.float64) if extra else emb[:0]
     read = neutralise_numbers if cfg.neutralise_numbers else (lambda t: t)
     tokenizer = load_tokenizer(packaged_tokenizer_path())
     first = np.zeros((len(corpus), k))
