@@ -13,6 +13,16 @@ vs accuracy); the real `domain` signal's latency per request (distinct texts, th
 for this project and never trained on: the corpus is textbook questions, users are not), and on
 `bench/data/domain_exam.jsonl`, 168 exam-style items without options (twelve per subject, written
 for this project by another hand than the exam-style training rows, and never trained on).
+`bench/data/domain_unseen.jsonl` is a third written set (140: ten per subject, four exam-style,
+four in everyday chatbot phrasing, two not in English; issue 44), written apart from the training
+rows and never trained on.
+
+`--compare-rev REV` scores the weights committed at REV (e.g. the previous shipped weights) on
+the same sets in the same run, per subject beside the current ones. `--loso` adds the
+leave-source-out figures of the training recipe (`extproc/tools/domain_loso.py`: every corpus
+row predicted without its source; minutes per fold): the model-selection criterion, since the
+test split shares its textbooks with the training rows. `--loso-recipe previous` runs the
+recipe before issue 44 (no number neutralisation, without the issue-44 written rows).
 The test split is for evaluation only: nothing here tunes anything.
 """
 
@@ -32,8 +42,8 @@ sys.path.insert(0, str(REPO))
 from extproc.models.domain_classifier import DomainClassifier  # noqa: E402
 from extproc.protocol.openai import parse_request  # noqa: E402
 from extproc.signals.domain import DomainSpec, ShippedDomainModel, ShippedDomainSignal  # noqa: E402
+from extproc.tools.domain_evaluation import baselines  # noqa: E402
 from extproc.tools.domain_training import (  # noqa: E402
-    baselines,
     embed_all,
     evaluate,
     format_report,
@@ -84,9 +94,19 @@ def main() -> int:
         default=REPO / "bench" / "data" / "domain_exam.jsonl",
         help="subject-labelled exam-style items without options (never trained on)",
     )
+    parser.add_argument(
+        "--unseen",
+        type=Path,
+        default=REPO / "bench" / "data" / "domain_unseen.jsonl",
+        help="subject-labelled exam-style and everyday items (issue 44; never trained on)",
+    )
+    parser.add_argument("--compare-rev", default=None, help="also score the weights committed at this git revision")
+    parser.add_argument("--loso", action="store_true", help="leave-source-out figures of the training recipe")
+    parser.add_argument("--loso-recipe", choices=("current", "previous"), default="current")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     classifier = DomainClassifier.load(args.weights)
+    compare = DomainClassifier.load(weights_at(args.compare_rev)) if args.compare_rev else None
     test_rows = load_rows(args.data / "test.jsonl")
     if args.limit:
         test_rows = test_rows[: args.limit]
@@ -106,20 +126,106 @@ def main() -> int:
     held_out = {
         "everyday": (args.everyday, "everyday phrasing"),
         "exam": (args.exam, "exam style"),
+        "unseen": (args.unseen, "issue-44 written set"),
     }
     sets = {
         key: (path, what, evaluate(classifier, load_rows(path), embedder.embed, timing_repeats=1))
         for key, (path, what) in held_out.items()
     }
+    compared = (
+        {
+            key: evaluate(compare, load_rows(path), embedder.embed, timing_repeats=1)
+            for key, (path, _) in held_out.items()
+        }
+        if compare is not None
+        else {}
+    )
+    compared_test = evaluate(compare, test_rows, embedder.embed, timing_repeats=1) if compare is not None else None
+    loso = run_loso(args, classifier, embedder) if args.loso else None
     if args.json:
         extra = {key: result for key, (_, _, result) in sets.items()}
-        print(json.dumps({"report": report, "baselines": base, "signal_latency": latency, **extra}, indent=2))
-    else:
-        print(format_report(report, base))
-        print(f"domain signal per request (distinct texts, answer_now): {latency}")
-        for path, what, result in sets.values():
-            print(held_out_line(path, what, result))
+        out = {"report": report, "baselines": base, "signal_latency": latency, **extra, "loso": loso}
+        out["compare"] = {"rev": args.compare_rev, "test": compared_test, **compared} if compare else None
+        print(json.dumps(out, indent=2))
+        return 0
+    print(format_report(report, base))
+    if compared_test is not None:
+        print(
+            f"weights at {args.compare_rev} on the test split: {compared_test['cascade']['accuracy']:.4f} "
+            f"({1 - compared_test['stage1_share']:.1%} embedded)"
+        )
+    print(f"domain signal per request (distinct texts, answer_now): {latency}")
+    for key, (path, what, result) in sets.items():
+        print(held_out_line(path, what, result))
+        if key in compared:
+            print("  " + held_out_line(path, f"weights at {args.compare_rev}", compared[key]))
+    print(subject_table({k: r for k, (_, _, r) in sets.items()}, compared, loso))
     return 0
+
+
+def weights_at(rev: str) -> Path:
+    """The weight files committed at `rev`, in a temporary folder."""
+    import subprocess
+    import tempfile
+
+    from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR, HEAD_FILE, LEXICAL_FILE, META_FILE, STATIC_FILE
+
+    folder = Path(tempfile.mkdtemp(prefix="domain-weights-"))
+    relative = DEFAULT_WEIGHTS_DIR.relative_to(REPO)
+    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE, META_FILE):
+        blob = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:{relative.as_posix()}/{name}"], capture_output=True, check=True
+        ).stdout
+        (folder / name).write_bytes(blob)
+    return folder
+
+
+def run_loso(args: argparse.Namespace, classifier: DomainClassifier, embedder: Any) -> dict[str, Any]:
+    import tempfile
+
+    from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR
+    from extproc.tools.domain_loso import leave_source_out
+    from extproc.tools.domain_training import EXTRA_FILE, TrainConfig, packaged_token_vectors
+
+    corpus = load_rows(args.data / "train.jsonl") + load_rows(args.data / "test.jsonl")
+    extra = load_rows(DEFAULT_WEIGHTS_DIR / EXTRA_FILE)
+    temperatures = classifier.meta.get("cv_metrics", {}).get("cv_temperatures", {})
+    pair = (float(temperatures.get("first", 1.0)), float(temperatures.get("head", 1.0)))
+    cfg = TrainConfig(threads=args.threads)
+    if args.loso_recipe == "previous":
+        extra = [r for r in extra if "issue 44" not in r.source]
+        cfg = TrainConfig(threads=args.threads, neutralise_numbers=False)
+        pair = (1.0, 1.0)
+    vectors = packaged_token_vectors(args.threads, Path(tempfile.gettempdir()) / "extproc-domain-cache")
+    result = leave_source_out(
+        corpus, extra, embedder.embed, vectors, cfg, pair, log=lambda m: print(m, file=sys.stderr)
+    )
+    return {"recipe": args.loso_recipe, **result.report(classifier.confident)}
+
+
+def subject_table(
+    sets: dict[str, dict[str, Any]], compared: dict[str, dict[str, Any]], loso: dict[str, Any] | None
+) -> str:
+    """Recall per subject on every written set (and leave-source-out), beside the compared weights."""
+    columns = [(key, sets[key]) for key in sets] + [(f"{key}@prev", compared[key]) for key in compared]
+    head = f"{'subject':18s}" + "".join(f" {name:>14s}" for name, _ in columns)
+    head += f" {'loso':>8s}" if loso else ""
+    lines = ["per-subject recall (cascade as shipped):", head]
+    for name in sets[next(iter(sets))]["cascade"]["per_label"]:
+        line = f"{name:18s}" + "".join(f" {r['cascade']['per_label'][name]['recall']:14.3f}" for _, r in columns)
+        if loso:
+            line += f" {loso['per_subject'].get(name, 0.0):8.3f}"
+        lines.append(line)
+    line = f"{'all':18s}" + "".join(f" {r['cascade']['accuracy']:14.3f}" for _, r in columns)
+    lines.append(line + (f" {loso['cascade']:8.3f}" if loso else ""))
+    if loso:
+        lines.append(
+            f"leave-source-out ({loso['recipe']} recipe, {loso['rows']} rows, {loso['folds']} source folds): "
+            f"cascade {loso['cascade']:.4f} ({loso['embedded']:.1%} embedded), stage 1 {loso['stage1']:.4f}, "
+            f"stage 2 {loso['stage2']:.4f}"
+        )
+        lines.extend(f"  {c['confident']:.2f} -> {c['embedded']:.3f} {c['accuracy']:.4f}" for c in loso["tradeoff"])
+    return "\n".join(lines)
 
 
 def held_out_line(path: Path, what: str, result: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from extproc.tools.domain_training import main
+    from extproc.tools.domain_evaluation import main
 
     wanted = "test.jsonl" if args.eval_only else "train.jsonl"
     if not (args.data / wanted).is_file():

@@ -25,6 +25,7 @@ safetensors and tokenizers only (no torch).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,29 @@ SUBJECTS: tuple[str, ...] = (
 )
 
 FloatArray = npt.NDArray[np.float32]
+
+# Numbers, hex strings, IDs and reference codes carry no subject: "(question 4821)" or a hex
+# ticket number must not move a text to math. Stage 1 reads the text with them removed: a word
+# run of at least 6 hex digits (with a digit), or any word with 4 or more digits, goes whole; in
+# other words the digit runs go ("2x" -> "x", "10kN" -> "kN"); chemical formulas stay ("H2SO4").
+_WORD_WITH_DIGIT = re.compile(r"[0-9A-Za-z_]*[0-9][0-9A-Za-z_]*")
+_FORMULA = re.compile(r"(?:[A-Z][a-z]?[0-9]{0,2}){1,8}")
+_HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]{6,}")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def _neutral_word(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if _FORMULA.fullmatch(word) and not word.isdigit() and len(word) <= 12:
+        return word
+    if _HEX.fullmatch(word) or sum(c.isdigit() for c in word) >= 4:
+        return " "
+    return _DIGITS.sub("", word)
+
+
+def neutralise_numbers(text: str) -> str:
+    """The text as stage 1 reads it: numbers, hex strings and IDs removed (see above)."""
+    return _WORD_WITH_DIGIT.sub(_neutral_word, text)
 
 
 class DomainClassifierError(ModelUnavailable):
@@ -135,6 +159,7 @@ class DomainClassifier:
         confident: float,
         meta: Mapping[str, Any] | None = None,
         head_mix: float = 0.5,
+        neutralise: bool = False,
     ) -> None:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
@@ -159,6 +184,7 @@ class DomainClassifier:
         self.head_bias = np.asarray(head_bias, dtype=np.float32)
         self.confident = float(confident)
         self.head_mix = float(head_mix)
+        self.neutralise = bool(neutralise)  # stage 1 reads the text without numbers and IDs
         self.meta: Mapping[str, Any] = meta or {}
 
     @classmethod
@@ -181,6 +207,7 @@ class DomainClassifier:
             confident = float(meta["thresholds"]["confident"])
             head_mix = float(meta["head"]["mix"])
             tokenizer_digest = str(meta["static"]["tokenizer_sha256"])
+            neutralise = bool(meta.get("features", {}).get("neutralise_numbers", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
         tokenizer_path = tokenizer_path or packaged_tokenizer_path()
@@ -207,9 +234,12 @@ class DomainClassifier:
             confident,
             meta,
             head_mix,
+            neutralise,
         )
 
     def first_stage_logits(self, text: str) -> FloatArray:
+        if self.neutralise:
+            text = neutralise_numbers(text)
         lexical = lexical_logits(text, self.config, self.lexical_weight, self.bias)
         return np.asarray(lexical + self.static.vector(text) @ self.static_weight, dtype=np.float32)
 

@@ -25,8 +25,8 @@ from extproc.models.domain_classifier import (
     DomainClassifierError,
 )
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
+from extproc.tools.domain_evaluation import TfidfFeatures
 from extproc.tools.domain_training import (
-    TfidfFeatures,
     TrainConfig,
     evaluate,
     knee,
@@ -244,7 +244,7 @@ def test_shipped_weights_answer_plain_questions() -> None:
 
 
 BENCH_DATA = Path(__file__).resolve().parents[2] / "bench" / "data"
-HELD_OUT_SETS = ["domain_everyday.jsonl", "domain_exam.jsonl"]
+HELD_OUT_SETS = ["domain_everyday.jsonl", "domain_exam.jsonl", "domain_unseen.jsonl"]
 
 
 @pytest.mark.parametrize("name", HELD_OUT_SETS)
@@ -267,3 +267,62 @@ def test_extra_training_rows_stay_apart_from_the_written_evaluation_sets() -> No
     assert [r.text for r in extra if near(r.text)] == []
     # The check can fail: a held-out question, reworded slightly, is caught.
     assert near(held_out[0].replace("?", " ?") + " Explain.")
+
+
+@pytest.mark.parametrize(
+    ("text", "tagged"),
+    [
+        ("What is the capital of Australia, and why?", "What is the capital of Australia, and why? (question 4821)"),
+        (
+            "Can you suggest a quiet hotel near the old town?",
+            "Can you suggest a quiet hotel near the old town? Ref 7f3a9c21e4",
+        ),
+        ("How do I reset my router password?", "How do I reset my router password? Ticket INV-20931-B"),
+    ],
+)
+def test_shipped_weights_read_no_subject_into_numbers_and_ids(text: str, tagged: str) -> None:
+    """A question number, a hex reference or a ticket id carries no subject: stage 1 gives the
+    tagged text the same top subject (and nearly the same probability) as the plain one."""
+    clf = DomainClassifier.load()
+    assert clf.neutralise
+    plain, with_id = clf.first_stage_probs(text), clf.first_stage_probs(tagged)
+    assert int(plain.argmax()) == int(with_id.argmax()), (clf.labels[int(with_id.argmax())], tagged)
+    assert clf.labels[int(with_id.argmax())] != "math"
+
+
+def test_weights_without_the_neutralise_flag_read_numbers_as_before(
+    trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, out, _ = trained
+    meta = json.loads((out / META_FILE).read_text())
+    assert meta["features"]["neutralise_numbers"] is True
+    assert DomainClassifier.load(out).neutralise
+    meta.pop("features")
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE):
+        (old / name).write_bytes((out / name).read_bytes())
+    (old / META_FILE).write_text(json.dumps(meta))
+    loaded = DomainClassifier.load(old)
+    assert not loaded.neutralise
+    text = "Question 12345: explain the enzyme"
+    assert not np.allclose(loaded.first_stage_probs(text), DomainClassifier.load(out).first_stage_probs(text))
+
+
+def test_leave_source_out_predicts_every_row_without_its_source(tmp_path: Path) -> None:
+    from extproc.tools.domain_loso import leave_source_out
+
+    data = write_corpus(tmp_path / "data")
+    corpus = load_rows(data / "train.jsonl") + load_rows(data / "test.jsonl")
+    result = leave_source_out(corpus, [], HashEmbedder().embed, TOKEN_VECTORS, TINY)
+    assert result.first.shape == (len(corpus), len(SUBJECTS))
+    assert np.allclose(result.first.sum(axis=1), 1.0) and np.allclose(result.head.sum(axis=1), 1.0)
+    assert set(result.folds.tolist()) == {0, 1}
+    report = result.report(confident=0.5)
+    assert report["rows"] == len(corpus) and 0.0 <= report["cascade"] <= 1.0
+    assert set(report["per_subject"]) == set(SUBJECTS)
+    # every group here is smaller than SMALL_SOURCE, so a subject's groups are held out together:
+    # no row's subject was seen by the model that predicted it, and none is predicted right
+    for label in SUBJECTS:
+        assert len({int(f) for f, r in zip(result.folds, corpus, strict=True) if r.label == label}) == 1
+    assert report["stage1"] == 0.0
