@@ -177,16 +177,17 @@ def test_a_body_less_post_is_refused_never_routed_on_a_header(stack: LoggedStack
     assert json.loads(reply.body)["error"]["code"] == "body_required"
 
 
-MODEL_NAMES = {
-    # model field -> the cluster the plain question must reach
+MODEL_NAMES: dict[str, str | None] = {
+    # model field -> the cluster the plain question must reach (None: 404 model_not_found, the
+    # default policy's `unknown_models: reject`, so an unknown name reaches no upstream at all)
     "restricted-vlm": "general",
     "medical-vlm": "general",
     "code-security": "general",
     "Qwen/Qwen2.5-VL-32B-Instruct": "general",  # code-security's upstream id
     "google/medgemma-4b-it": "general",
-    "no-such-model": "general",
-    "RESTRICTED-VLM": "general",
-    "restricted_vlm": "general",  # a cluster name, not a model
+    "no-such-model": None,
+    "RESTRICTED-VLM": None,  # names are exact, as vLLM's are
+    "restricted_vlm": None,  # a cluster name, not a model
     "general-vlm": "general_vlm",  # in client_models: the client may pick it when no rule fires
     "auto": "general",
 }
@@ -197,6 +198,10 @@ def test_a_model_name_the_policy_does_not_allow_cannot_pick_the_upstream(
     stack: LoggedStack, policy_models: dict[str, dict[str, str]], model: str
 ) -> None:
     reply = post(stack.config.envoy.listener_port, body_of("plain_question.json", model=model))
+    if MODEL_NAMES[model] is None:
+        assert (reply.status, reply.upstream) == (404, None), reply.body[:300]
+        assert json.loads(reply.body)["error"]["code"] == "model_not_found"
+        return
     assert reply.status == 200
     assert reply.upstream == MODEL_NAMES[model]
     chosen = next(m for m in policy_models.values() if m["cluster"] == MODEL_NAMES[model])

@@ -30,6 +30,7 @@ from PIL import Image
 
 from extproc.errors import (
     MalformedRequest,
+    ModelNotFound,
     NoCapableModel,
     PayloadTooLarge,
     RequestError,
@@ -46,6 +47,7 @@ from tests.hardening import imagegen as gen
 SCALE = max(1, int(os.environ.get("HARDENING_FUZZ_SCALE", "1")))
 STATUS = {
     MalformedRequest: 400,
+    ModelNotFound: 404,  # unknown_models: reject (the default), OpenAI's answer to an unknown model
     NoCapableModel: 400,
     PayloadTooLarge: 413,
     UnsupportedMedia: 415,

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from extproc.ops.stack import free_port, loopback_overrides, port_open
 from extproc.server.children import parent_death_signal_supported
@@ -59,14 +60,25 @@ def still_running(processes: dict[int, str]) -> list[int]:
     return running
 
 
+def policy_on(upstreams: dict[str, str], path: Path) -> Path:
+    """The default policy with every model and MCP server at the given free ports. Not through
+    `--upstream`, which names a running server for which the stack starts no demo upstream."""
+    document = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
+    for entry in [*document.get("models", []), *document.get("mcp", {}).get("servers", [])]:
+        if isinstance(entry, dict) and entry.get("cluster") in upstreams:
+            entry["address"] = upstreams[entry["cluster"]]
+    path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
 @pytest.mark.skipif(not parent_death_signal_supported(), reason="needs Linux prctl")
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
-def test_every_child_goes_when_the_supervisor_goes(signum: signal.Signals) -> None:
+def test_every_child_goes_when_the_supervisor_goes(signum: signal.Signals, tmp_path: Path) -> None:
     upstreams = loopback_overrides(POLICY)
+    policy = policy_on(upstreams, tmp_path / "policy.yaml")
     listener, admin, grpc, router_admin = free_port(), free_port(), free_port(), free_port()
-    command = [sys.executable, "-m", "extproc", "stack", "--policy", str(POLICY)]
+    command = [sys.executable, "-m", "extproc", "stack", "--policy", str(policy)]
     command += ["--listen", f"127.0.0.1:{listener}", "--admin", f"127.0.0.1:{admin}", "--ext-proc", f"127.0.0.1:{grpc}"]
-    command += [arg for cluster, address in upstreams.items() for arg in ("--upstream", f"{cluster}={address}")]
     env = {**os.environ, "VSR_SERVER__ADMIN_PORT": str(router_admin), "VSR_LOGGING__LEVEL": "WARNING"}
     supervisor = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=REPO)
     assert supervisor.stdout is not None
