@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from extproc.models.registry import ModelRegistry
 from extproc.settings import Settings
 from extproc.tools.vsr_import import import_vsr
 from extproc.tools.vsr_import.probes import load_probes, score_recipe
@@ -21,10 +22,17 @@ RECIPES = Path(__file__).parent / "vsr_recipes"
 FLOORS = {"accuracy": 11, "agent": 18, "balance": 36, "feedback": 19, "knowledge": 13, "multi-objective": 110, "privacy": 19}
 
 
+@pytest.fixture(scope="module")
+def shared_models() -> ModelRegistry:
+    """One registry for every recipe: MiniLM and the domain classifier load once, not per recipe."""
+    return ModelRegistry()
+
+
 @pytest.mark.parametrize("name", sorted(FLOORS))
-def test_recipe_probes_are_decided_as_vsr_expects(name: str) -> None:
+def test_recipe_probes_are_decided_as_vsr_expects(name: str, shared_models: ModelRegistry) -> None:
     folder = RECIPES / name
-    score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", Settings.load(None, environ={}))
+    settings = Settings.load(None, environ={})
+    score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", settings, models=shared_models)
     misses = [f"{o.probe.variant}: expected {o.probe.expected}, got {o.decided}" for o in score.misses()]
     assert score.error is None, score.error
     assert score.passed >= FLOORS[name], f"{score.passed}/{score.total}; misses:\n" + "\n".join(misses)
