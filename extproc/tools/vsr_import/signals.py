@@ -434,6 +434,16 @@ class SignalMapper(ModelMapper):
         model = self.category_model
         mpath = "classifier.category_model"
         threshold = model.get("threshold")
+        if threshold is None and self.from_recipe:
+            # A v0.3 recipe gives its domains no threshold: a domain leaf is the classifier's top subject
+            # (as VSR's signal reads it). Our default 0.5 would almost never fire: the shipped classifier
+            # spreads its probability over 14 subjects (a clear math question tops out near 0.25).
+            spec["threshold"] = 0.0
+            self.approx(
+                "domain threshold",
+                "routing.signals.domains",
+                "no threshold in the recipe: the domain signal's label is the classifier's top subject (threshold 0)",
+            )
         if threshold is not None:
             if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 1:
                 spec["threshold"] = float(threshold)
