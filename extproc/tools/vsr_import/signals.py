@@ -95,10 +95,9 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "pii": (frozenset({"description", "include_history", "name", "pii_types_allowed", "threshold"}), {}),
     "input_modality": (frozenset({"description", "modality", "name"}), {}),
     "complexity": (
-        frozenset({"description", "easy", "hard", "name", "threshold"}),
+        frozenset({"composer", "description", "easy", "hard", "name", "threshold"}),
         {
             "prototype_scoring": "no counterpart: prototype scoring",
-            "composer": "no counterpart: composer",
             "hard_above": "no counterpart: asymmetric bands",
             "easy_below": "no counterpart: asymmetric bands",
         },
@@ -484,6 +483,17 @@ class SignalMapper(ModelMapper):
                 return None
             examples[level] = texts
         spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", **examples}
+        composer = as_mapping(raw.get("composer"))
+        if composer:
+            # VSR gates the levels by the composer's conditions (e.g. code difficulty only for computer
+            # science); the decisions' leaves NAME:LEVEL read all of [the level, those conditions].
+            self.complexity_composers[str(raw["name"])] = composer
+            self.approx(
+                f"{item} composer",
+                f"{path}.composer",
+                "approximated: a rule leaf NAME:LEVEL reads all of [the level, the composer's conditions]; a "
+                "score's complexity input is not gated (it counts the level whatever the composer says)",
+            )
         threshold = raw.get("threshold")
         if threshold is not None:
             # VSR: hard when (best hard similarity - best easy similarity) passes the threshold, easy when the
