@@ -1,8 +1,8 @@
 """feature: a number measured on the request, tested with a predicate.
 
 Measures: `count` (matches of `regex` in the text, or of `source` items: messages of `roles`,
-tool definitions, images), `exists` (the count is above zero), `density` (occurrences of
-`keywords` per length unit of the text) and `sequence` (1 when the markers of one of
+tool definitions, images), `exists` (the count is above zero), `density` (matches of `keywords`
+and / or `regex` per length unit of the text) and `sequence` (1 when the markers of one of
 `sequences` appear in order, else 0). Predicates: `gt`, `gte`, `lt`, `lte`, `eq`, or a range
 (`gte` with `lt`, ...); none given: the measure is above zero.
 
@@ -61,8 +61,8 @@ class FeatureSpec(TextSignalSpec):
     def _check(self) -> FeatureSpec:
         if self.measure in ("count", "exists") and self.source == "text" and not (self.regex or self.keywords):
             raise ValueError(f"measure {self.measure!r} over text needs `regex` or `keywords`")
-        if self.measure == "density" and not self.keywords:
-            raise ValueError("measure 'density' needs `keywords`")
+        if self.measure == "density" and not (self.keywords or self.regex):
+            raise ValueError("measure 'density' needs `keywords` or `regex`")
         if self.measure == "sequence" and not any(len(s) >= 1 for s in self.sequences):
             raise ValueError("measure 'sequence' needs `sequences` (lists of markers, in order)")
         if self.regex is not None:

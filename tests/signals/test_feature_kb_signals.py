@@ -70,8 +70,18 @@ def test_counts_of_messages_tools_and_exists() -> None:
 def test_bad_specs_are_refused() -> None:
     with pytest.raises(ValidationError, match="does not compile"):
         FeatureSpec(type="feature", name="f", regex="(")
-    with pytest.raises(ValidationError, match="needs `keywords`"):
+    with pytest.raises(ValidationError, match="needs `keywords` or `regex`"):
         FeatureSpec(type="feature", name="f", measure="density")
+
+
+def test_density_of_a_regex_counts_its_matches_per_length_unit() -> None:
+    # VSR's `density` of a regex source (balance's low_question_density: '[?？]' per length unit, lt 0.05)
+    questions = feature(measure="density", regex="[?？]", lt=0.05)
+    assert questions.compute(request_of("hi")).matched  # no question mark: density 0
+    assert not questions.compute(request_of("Why? And how?")).matched  # 2 marks over 3 words
+    assert not questions.compute(request_of("水的沸点是多少？")).matched  # 1 mark over 7 CJK characters
+    long_statement = "Summarize the supplied record in one sentence using only its stated facts, is that fine?"
+    assert questions.compute(request_of(long_statement)).matched is False  # 1 / 15 words = 0.067
 
 
 KB = {

@@ -12,19 +12,27 @@ from pathlib import Path
 import pytest
 import yaml
 
+from extproc.models.registry import ModelRegistry
 from extproc.settings import Settings
 from extproc.tools.vsr_import import import_vsr
 from extproc.tools.vsr_import.probes import load_probes, score_recipe
 
 RECIPES = Path(__file__).parent / "vsr_recipes"
 # recipe -> probes that must be decided as VSR expects (of the total)
-FLOORS = {"accuracy": 11, "agent": 18, "feedback": 19, "knowledge": 13, "privacy": 19}
+FLOORS = {"accuracy": 11, "agent": 18, "balance": 48, "feedback": 19, "knowledge": 13, "multi-objective": 111, "privacy": 19}
+
+
+@pytest.fixture(scope="module")
+def shared_models() -> ModelRegistry:
+    """One registry for every recipe: MiniLM and the domain classifier load once, not per recipe."""
+    return ModelRegistry()
 
 
 @pytest.mark.parametrize("name", sorted(FLOORS))
-def test_recipe_probes_are_decided_as_vsr_expects(name: str) -> None:
+def test_recipe_probes_are_decided_as_vsr_expects(name: str, shared_models: ModelRegistry) -> None:
     folder = RECIPES / name
-    score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", Settings.load(None, environ={}))
+    settings = Settings.load(None, environ={})
+    score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", settings, models=shared_models)
     misses = [f"{o.probe.variant}: expected {o.probe.expected}, got {o.decided}" for o in score.misses()]
     assert score.error is None, score.error
     assert score.passed >= FLOORS[name], f"{score.passed}/{score.total}; misses:\n" + "\n".join(misses)
@@ -75,3 +83,38 @@ def test_a_configmap_and_a_recipe_choice() -> None:
         import_vsr(yaml.safe_load(text), recipe="nope")
     with pytest.raises(VsrImportError, match="none of its data keys"):
         import_vsr({"kind": "ConfigMap", "data": {"other": "a: 1"}})
+
+
+def test_a_complexity_composer_gates_the_rule_leaves_and_domains_read_the_top_subject() -> None:
+    config = yaml.safe_load((RECIPES / "balance" / "config.yaml").read_text(encoding="utf-8"))
+    result = import_vsr(config)
+    signals = {s["name"]: s for s in result.policy["signals"]}
+    assert signals["domain"]["threshold"] == 0.0  # a recipe's domains give none: the top subject
+    decisions = {d["name"]: d for d in result.policy["decisions"]}
+    # legal_risk is gated by `law` in VSR: its medium level alone must not make a request legal
+    gated = {"all": [{"signal": "legal_risk", "label": "medium"}, {"signal": "domain", "label": "law"}]}
+    assert gated in decisions["premium_legal"]["when"]["all"][1]["any"]
+    assert signals["low_question_density"]["measure"] == "density"  # density over a regex is carried
+
+
+def test_each_probe_goes_to_the_recipe_its_model_names() -> None:
+    from extproc.tools.vsr_import.probes import entrypoint_recipes
+
+    config = yaml.safe_load((RECIPES / "multi-objective" / "config.yaml").read_text(encoding="utf-8"))
+    recipes = entrypoint_recipes(config)
+    assert recipes["vllm-sr/mom-flash-v1"] == "speed-first"
+    assert recipes["vllm-sr/mom-private-v1"] == "privacy-first"
+    probes = load_probes(RECIPES / "multi-objective" / "probes.yaml")
+    assert {recipes[str(p.body["model"])] for p in probes} == {
+        "balanced",
+        "speed-first",
+        "cost-first",
+        "accuracy-first",
+        "privacy-first",
+    }
+    padded = next(p for p in probes if p.variant == "long_pii_full_scan")
+    text = padded.body["messages"][0]["content"]
+    assert text.startswith("Routine benign") and text.endswith("this is confidential.")
+    loop = next(p for p in probes if p.variant == "ordinary_tool_result")
+    assert loop.body["messages"][1]["tool_calls"][0]["id"] == "call-1"
+    assert loop.body["messages"][2]["tool_call_id"] == "call-1"

@@ -165,7 +165,7 @@ class DecisionMapper(ProjectionMapper):
             rule, level = name.rsplit(":", 1)
             leaf = self.leaves.get(("complexity", rule))
             if leaf is not None and level in LEVELS:
-                return {**leaf, "label": level}
+                return self._composed({**leaf, "label": level}, rule, path)
             if leaf is not None:
                 why = f"unknown complexity level {level!r} (the levels: {', '.join(LEVELS)})"
             else:
@@ -182,6 +182,19 @@ class DecisionMapper(ProjectionMapper):
                 why = self.leaf_missing.get((section, name), f"unknown {kind_raw or '(no type)'} signal {name!r}")
         self.unmapped(f"rule leaf {kind_raw}:{name}", path, why)
         return None
+
+    def _composed(self, leaf: dict[str, Any], rule: str, path: str) -> dict[str, Any]:
+        """A complexity level gated by its signal's VSR `composer`: all of [the level, its conditions]."""
+        composer = self.complexity_composers.get(rule)
+        if not composer:
+            return leaf
+        notes: list[str] = []
+        gate = self._condition(composer, f"{path} (composer of {rule})", True, notes)
+        if gate is None or gate.get("const") is True:
+            return leaf  # a composer none of whose conditions carried over leaves the level ungated (reported)
+        if gate.get("const") is False:
+            return {"const": False}
+        return {"all": [leaf, gate]}
 
     def _model_refs(self, d: Mapping[str, Any], path: str, item: str, needs_model: bool = True) -> list[str] | None:
         refs: list[Mapping[str, Any]] = [r for r in as_list(d.get("modelRefs")) if isinstance(r, Mapping)]

@@ -383,6 +383,7 @@ def import_vsr(
     importer = Importer(prepared.config, caps, catalog)
     importer.kb_dirs = dict(kb_dirs or {})
     importer.base_dir = base_dir
+    importer.from_recipe = prepared.from_recipe
     importer.assignments = prepared.assignments
     importer.items.extend(prepared.items)
     result = importer.run()

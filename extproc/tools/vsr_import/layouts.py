@@ -23,6 +23,7 @@ class Prepared:
     items: list[ReportItem] = field(default_factory=list)
     assignments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     model_names: list[str] = field(default_factory=list)
+    from_recipe: bool = False  # the config is one of a v0.3 `recipes` list
 
 
 def prepare(config: Mapping[str, Any], recipe: str | None) -> Prepared:
@@ -30,6 +31,7 @@ def prepare(config: Mapping[str, Any], recipe: str | None) -> Prepared:
     out.config = _unwrap_configmap(config, out)
     if "recipes" in out.config:
         out.config = _select_recipe(out.config, recipe, out)
+        out.from_recipe = True
     elif recipe is not None:
         raise VsrImportError(f"--recipe {recipe!r}: this config has no `recipes`")
     return out

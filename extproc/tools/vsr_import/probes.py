@@ -51,7 +51,8 @@ class ProbeOutcome:
 class RecipeScore:
     recipe: str
     outcomes: list[ProbeOutcome] = field(default_factory=list)
-    result: ImportResult | None = None
+    result: ImportResult | None = None  # the (first) recipe's import
+    results: dict[str, ImportResult] = field(default_factory=dict)  # by recipe ('' the default)
     error: str | None = None
 
     @property
@@ -81,6 +82,25 @@ def _content(raw: Any, images: Mapping[str, Any]) -> Any:
     return parts
 
 
+def _message(raw: Mapping[str, Any], images: Mapping[str, Any]) -> dict[str, Any]:
+    """A probe message as a Chat Completions message (tool calls and tool results kept)."""
+    message: dict[str, Any] = {"role": raw["role"], "content": _content(raw.get("content"), images)}
+    for key in ("tool_calls", "tool_call_id", "name"):
+        if key in raw:
+            message[key] = raw[key]
+    return message
+
+
+def _query_text(variant: Mapping[str, Any]) -> str:
+    """A `query` variant's text: `repeat` copies, with the `padding` block before or after it."""
+    text = " ".join([str(variant.get("query", ""))] * int(variant.get("repeat") or 1))
+    padding = variant.get("padding")
+    if isinstance(padding, Mapping) and padding.get("text"):
+        pad = " ".join([str(padding["text"])] * int(padding.get("repeat") or 1))
+        text = f"{text} {pad}" if padding.get("placement") == "after" else f"{pad} {text}"
+    return text
+
+
 def load_probes(path: Path, *, model: str = "auto") -> list[Probe]:
     """Every variant of a probes file as a request (`model` unless the probe names its own)."""
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -89,18 +109,24 @@ def load_probes(path: Path, *, model: str = "auto") -> list[Probe]:
     for group in raw.get("decisions") or []:
         for variant in group.get("variants") or []:
             if "messages" in variant:
-                messages = [
-                    {"role": m["role"], "content": _content(m.get("content"), images)} for m in variant["messages"]
-                ]
+                messages = [_message(m, images) for m in variant["messages"]]
             else:
-                text = str(variant.get("query", ""))
-                repeat = int(variant.get("repeat") or 1)
-                messages = [{"role": "user", "content": " ".join([text] * repeat)}]
+                messages = [{"role": "user", "content": _query_text(variant)}]
             body: dict[str, Any] = {"model": group.get("model") or model, "messages": messages}
             if variant.get("tools"):
                 body["tools"] = variant["tools"]
             probes.append(Probe(str(group["id"]), str(group["expected_decision"]), str(variant["id"]), body))
     return probes
+
+
+def entrypoint_recipes(config: Mapping[str, Any]) -> dict[str, str]:
+    """VSR's entrypoints as model name -> recipe: the request's model picks the recipe that routes it."""
+    out: dict[str, str] = {}
+    for entry in config.get("entrypoints") or []:
+        if isinstance(entry, Mapping) and entry.get("recipe"):
+            for name in entry.get("model_names") or []:
+                out.setdefault(str(name), str(entry["recipe"]))
+    return out
 
 
 def import_recipe(
@@ -122,6 +148,14 @@ async def route_probes(router: Router, probes: list[Probe]) -> list[ProbeOutcome
     return out
 
 
+def _recipe_of(probes: list[Probe], config: Mapping[str, Any], recipe: str | None) -> list[str | None]:
+    """Which recipe routes each probe: `recipe` if given, else the entrypoint of the probe's model."""
+    if recipe is not None:
+        return [recipe for _ in probes]
+    by_model = entrypoint_recipes(config)
+    return [by_model.get(str(p.body.get("model"))) for p in probes]
+
+
 def score_recipe(
     name: str,
     config_path: Path,
@@ -131,36 +165,60 @@ def score_recipe(
     recipe: str | None = None,
     kb_dirs: Mapping[str, Path] | None = None,
     calibrate: bool = True,
+    models: ModelRegistry | None = None,
 ) -> RecipeScore:
-    """Import `config_path`, route every probe of `probes_path` through the result, count agreements."""
+    """Import `config_path`, route every probe of `probes_path` through the result, count agreements.
+
+    A config with several recipes is several policies, as VSR serves it: each probe goes to the
+    recipe its request's model names in `entrypoints` (the first recipe where none does). `models`
+    lets several scores share one registry (one MiniLM, one domain classifier)."""
     score = RecipeScore(name)
     probes = load_probes(probes_path)
+    raw = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    recipes = _recipe_of(probes, raw if isinstance(raw, Mapping) else {}, recipe)
     # VSR's probe runner waits minutes per request; a probe is a test of the decision, not of latency,
     # so a signal still loading its model (or a busy machine) must not turn into an unknown here.
     dispatch = settings.dispatch.model_copy(update={"request_deadline_ms": PROBE_DEADLINE_MS})
     settings = settings.model_copy(update={"dispatch": dispatch})
     executor = HeavyExecutor(settings.dispatch.executor_workers, settings.dispatch.torch_threads)
-    models = ModelRegistry()
+    models = models if models is not None else ModelRegistry()
     ctx = BuildContext(settings=settings, executor=executor, models=models)
+    routers: dict[str | None, Router] = {}
     try:
         embedder = ctx.text_embedder() if calibrate else None
-        try:
-            result = import_recipe(
-                config_path, recipe=recipe, kb_dirs=kb_dirs, embed=embedder.embed if embedder else None
-            )
-        except Exception as exc:  # a recipe the importer refuses scores zero, with why
-            score.error = f"import failed: {exc}"
-            score.outcomes = [ProbeOutcome(p, None, False) for p in probes]
-            return score
-        score.result = result
-        # The same reason as the request deadline: no signal times out while its model loads.
-        patient = replace(result, policy={**result.policy, "signal_timeout_ms": PROBE_DEADLINE_MS})
-        policy = compile_text(render_policy(patient, source=config_path.name), ctx, loader=PolicyLoader(file=name))
-        router = Router(settings, policy, executor=executor, models=models)
-        score.outcomes = asyncio.run(route_probes(router, probes))
+        for chosen in dict.fromkeys(recipes):
+            try:
+                result = import_vsr(
+                    raw,
+                    recipe=chosen,
+                    kb_dirs=kb_dirs,
+                    base_dir=config_path.parent,
+                    embed=embedder.embed if embedder else None,
+                )
+            except Exception as exc:  # a recipe the importer refuses scores zero, with why
+                score.error = f"import failed ({chosen or 'default recipe'}): {exc}"
+                score.outcomes = [ProbeOutcome(p, None, False) for p in probes]
+                return score
+            score.results[chosen or ""] = result
+            score.result = score.result or result
+            # The same reason as the request deadline: no signal times out while its model loads.
+            patient = replace(result, policy={**result.policy, "signal_timeout_ms": PROBE_DEADLINE_MS})
+            loader = PolicyLoader(file=f"{name}:{chosen}" if chosen else name)
+            policy = compile_text(render_policy(patient, source=config_path.name), ctx, loader=loader)
+            routers[chosen] = Router(settings, policy, executor=executor, models=models)
+        score.outcomes = asyncio.run(route_probes_by_recipe(routers, list(zip(probes, recipes, strict=True))))
     except Exception as exc:
         score.error = f"imported policy failed: {exc}"
         score.outcomes = [ProbeOutcome(p, None, False) for p in probes]
     finally:
         executor.shutdown()
     return score
+
+
+async def route_probes_by_recipe(
+    routers: Mapping[str | None, Router], probes: list[tuple[Probe, str | None]]
+) -> list[ProbeOutcome]:
+    out: list[ProbeOutcome] = []
+    for probe, chosen in probes:
+        out += await route_probes(routers[chosen], [probe])
+    return out

@@ -41,6 +41,12 @@ class ProjectionMapper(SignalMapper):
             role = source.get("role")
             if role:
                 spec["roles"] = [{"developer": "system"}.get(str(role).lower(), str(role).lower())]
+        elif kind == "active_tool_loop":
+            # VSR: the conversation carries a tool result (the client is inside a tool loop). Ours counts
+            # tool-role messages anywhere in the request, not only after the last user turn.
+            spec["source"], spec["roles"] = "messages", ["tool"]
+            self.approx(item, path, f"approximated as feature signal ({measure} of tool-role messages)")
+            return self._predicate(raw, spec, path, item)
         elif kind == "regex":
             spec["regex"] = _python_regex(str(source.get("pattern", "")))
         elif kind == "keyword_set":
@@ -52,6 +58,15 @@ class ProjectionMapper(SignalMapper):
             return None
         if measure == "count" and kind == "keyword_set":
             spec["keywords"] = spec.get("keywords", [])
+        out = self._predicate(raw, spec, path, item)
+        if out is not None:
+            self.mapped(item, path, f"as feature signal ({measure} of {spec.get('source', kind)})")
+        return out
+
+    def _predicate(
+        self, raw: Mapping[str, Any], spec: dict[str, Any], path: str, item: str
+    ) -> dict[str, Any] | None:
+        """The feature's predicate (`gt` ... `eq`, `range`) onto `spec`; None (reported) for unknown keys."""
         predicate = as_mapping(raw.get("predicate"))
         unknown = [k for k in predicate if k not in (*_PREDICATE_KEYS, "range")]
         if unknown:
@@ -64,7 +79,6 @@ class ProjectionMapper(SignalMapper):
         for ours, theirs in (("gte", "min"), ("lte", "max")):
             if theirs in window:
                 spec[ours] = float(window[theirs])
-        self.mapped(item, path, f"as feature signal ({measure} of {spec.get('source', kind)})")
         return spec
 
     def _sig_structure(self, raw: Mapping[str, Any], path: str, item: str) -> dict[str, Any] | None:

@@ -95,10 +95,9 @@ SIGNAL_FIELDS: dict[str, tuple[frozenset[str], dict[str, str]]] = {
     "pii": (frozenset({"description", "include_history", "name", "pii_types_allowed", "threshold"}), {}),
     "input_modality": (frozenset({"description", "modality", "name"}), {}),
     "complexity": (
-        frozenset({"description", "easy", "hard", "name", "threshold"}),
+        frozenset({"composer", "description", "easy", "hard", "name", "threshold"}),
         {
             "prototype_scoring": "no counterpart: prototype scoring",
-            "composer": "no counterpart: composer",
             "hard_above": "no counterpart: asymmetric bands",
             "easy_below": "no counterpart: asymmetric bands",
         },
@@ -434,6 +433,16 @@ class SignalMapper(ModelMapper):
         model = self.category_model
         mpath = "classifier.category_model"
         threshold = model.get("threshold")
+        if threshold is None and self.from_recipe:
+            # A v0.3 recipe gives its domains no threshold: a domain leaf is the classifier's top subject
+            # (as VSR's signal reads it). Our default 0.5 would almost never fire: the shipped classifier
+            # spreads its probability over 14 subjects (a clear math question tops out near 0.25).
+            spec["threshold"] = 0.0
+            self.approx(
+                "domain threshold",
+                "routing.signals.domains",
+                "no threshold in the recipe: the domain signal's label is the classifier's top subject (threshold 0)",
+            )
         if threshold is not None:
             if isinstance(threshold, int | float) and not isinstance(threshold, bool) and 0 <= threshold <= 1:
                 spec["threshold"] = float(threshold)
@@ -474,6 +483,17 @@ class SignalMapper(ModelMapper):
                 return None
             examples[level] = texts
         spec: dict[str, Any] = {"name": raw["name"], "type": "complexity", **examples}
+        composer = as_mapping(raw.get("composer"))
+        if composer:
+            # VSR gates the levels by the composer's conditions (e.g. code difficulty only for computer
+            # science); the decisions' leaves NAME:LEVEL read all of [the level, those conditions].
+            self.complexity_composers[str(raw["name"])] = composer
+            self.approx(
+                f"{item} composer",
+                f"{path}.composer",
+                "approximated: a rule leaf NAME:LEVEL reads all of [the level, the composer's conditions]; a "
+                "score's complexity input is not gated (it counts the level whatever the composer says)",
+            )
         threshold = raw.get("threshold")
         if threshold is not None:
             # VSR: hard when (best hard similarity - best easy similarity) passes the threshold, easy when the

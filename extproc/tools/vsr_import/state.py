@@ -21,6 +21,8 @@ class ImporterState:
         self.caps = caps
         self.catalog = catalog
         self.layout: Layout = detect_layout(config)
+        self.complexity_composers: dict[str, Mapping[str, Any]] = {}  # complexity rule -> VSR composer
+        self.from_recipe = False  # one of a v0.3 config's `recipes` (set by import_vsr)
         self.items: list[ReportItem] = []
         self.models: dict[str, VsrModel] = {}  # VSR model name -> card
         self.lora_models: dict[tuple[str, str], str] = {}
