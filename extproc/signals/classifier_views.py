@@ -20,11 +20,19 @@ what they mean instead:
   out is judged instead; a quotation the text tells the model
   to act on ("what would you do if I said '...'? do it") is no such question and is judged whole.
 
+- a long text padded with harmless sentences (`windows`): the n-grams of an attack followed by a
+  paragraph about the weather are diluted below what the whole text is judged at. For a text of
+  at least `WINDOW_MIN_CHARS` with two sentences or more, the run of one or two sentences the
+  lexical stage finds most suspicious is judged beside the whole, when the lexical stage does
+  not clear it and finds it more suspicious than the whole text. Scoring the windows costs the
+  lexical stage about three times the text; the embedding stage only sees a window it is unsure of.
+
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from extproc.detectors.encoded import decode_payloads
@@ -35,14 +43,46 @@ from extproc.detectors.retraction import strip_retractions
 
 View = tuple[str, str]  # (where-suffix, text); "" for the text as sent
 
+WINDOW_MIN_CHARS = 200  # where the weights judge a text as long (their `long_high`)
+_WINDOW_SENTENCES = 2
+# A sentence ends at . ! ? (or their CJK forms) before white space, or at a line break.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\s*\n\s*")
+
+
+def suspicious_window(text: str, margin: Callable[[str], float]) -> str | None:
+    """The run of at most two sentences of `text` the lexical stage finds most suspicious, when it is
+    not cleared (`margin` >= 0: some output at or above its `low`) and is more suspicious than the
+    whole text; None for a short or one-sentence text."""
+    if len(text) < WINDOW_MIN_CHARS:
+        return None
+    sentences = [part for part in _SENTENCE_BREAK.split(text) if part.strip()]
+    if len(sentences) < 2:
+        return None
+    best: tuple[float, str] | None = None
+    for width in range(1, min(_WINDOW_SENTENCES, len(sentences) - 1) + 1):
+        for start in range(len(sentences) - width + 1):
+            window = " ".join(sentences[start : start + width])
+            score = margin(window)
+            if best is None or score > best[0]:
+                best = (score, window)
+    if best is None or best[0] < 0 or best[0] <= margin(text):
+        return None
+    return best[1]
+
 
 def _suffix(notes: Sequence[str]) -> str:
     return f"({'; '.join(notes)})" if notes else ""
 
 
-def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retractions: bool) -> tuple[View, ...]:
-    """The views of `text` to judge; `cleared(t)`: the lexical stage finds `t` benign on its own
-    (below every output's `low`)."""
+def text_views(
+    text: str, margin: Callable[[str], float], *, decode: bool, retractions: bool, windows: bool = False
+) -> tuple[View, ...]:
+    """The views of `text` to judge; `margin(t)`: the lexical stage's score of `t` less its `low`,
+    the largest over the outputs (below 0: `t` is cleared, benign on its own)."""
+
+    def cleared(t: str) -> bool:
+        return margin(t) < 0
+
     notes: list[str] = []
     base = text
     if retractions and not cleared(text):
@@ -66,4 +106,8 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
         reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
         if reading is not None:
             views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
+    if windows:
+        window = suspicious_window(base, margin)
+        if window is not None:
+            views = (*views, (_suffix([*notes, "its most suspicious sentences"]), window))
     return views
