@@ -22,10 +22,14 @@ what they mean instead:
 
 - a long text padded with harmless sentences (`windows`): the n-grams of an attack followed by a
   paragraph about the weather are diluted below what the whole text is judged at. For a text of
-  at least `WINDOW_MIN_CHARS` with two sentences or more, the run of one or two sentences the
-  lexical stage finds most suspicious is judged beside the whole, when the lexical stage does
-  not clear it and finds it more suspicious than the whole text. Scoring the windows costs the
-  lexical stage about three times the text; the embedding stage only sees a window it is unsure of.
+  at least `WINDOW_MIN_CHARS` with two sentences or more, the run of one or two sentences that
+  the lexical stage scores highest as an attack (the `attack` output) is judged beside the whole,
+  when every other output clears it (so a window never makes a plain request read as harmful:
+  short sentences of ordinary requests often score high there) and either the lexical stage is
+  sure of it as an attack, or the whole text is already unsure. A benign long prompt with one
+  odd sentence ("Output:", "### OUTPUT RULES") is cleared as a whole and its sentences are not
+  sure alone, so it gains no view. Scoring the windows costs the lexical stage about three times
+  the text; the embedding stage only sees a window of a text it was unsure of anyway.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
@@ -33,7 +37,8 @@ A view's `where` suffix names what was done, for the evidence: `message[2] (base
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from extproc.detectors.encoded import decode_payloads
 from extproc.detectors.jailbreak import find_jailbreak
@@ -43,31 +48,61 @@ from extproc.detectors.retraction import strip_retractions
 
 View = tuple[str, str]  # (where-suffix, text); "" for the text as sent
 
+WINDOW_OUTPUT = "attack"  # the output a window is chosen and admitted by
 WINDOW_MIN_CHARS = 200  # where the weights judge a text as long (their `long_high`)
+_WINDOW_SHORTEST = 24  # a shorter window ("Output:", "</prompt>") is markup or a heading, too little to judge
 _WINDOW_SENTENCES = 2
 # A sentence ends at . ! ? (or their CJK forms) before white space, or at a line break.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\s*\n\s*")
 
 
-def suspicious_window(text: str, margin: Callable[[str], float]) -> str | None:
-    """The run of at most two sentences of `text` the lexical stage finds most suspicious, when it is
-    not cleared (`margin` >= 0: some output at or above its `low`) and is more suspicious than the
-    whole text; None for a short or one-sentence text."""
+class Thresholds(Protocol):
+    @property
+    def low(self) -> float: ...
+    def sure_for(self, text: str) -> float: ...
+
+
+class LexicalStage(Protocol):
+    """What the views need of the builtin classifier: its outputs, their thresholds, lexical scores."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+    def thresholds(self, label: str) -> Thresholds: ...
+    def lexical_scores(self, text: str) -> Sequence[float]: ...
+
+
+def sentence_windows(text: str) -> list[str]:
+    """Every run of one or two sentences of `text` long enough to judge (none for a short or
+    one-sentence text)."""
     if len(text) < WINDOW_MIN_CHARS:
-        return None
+        return []
     sentences = [part for part in _SENTENCE_BREAK.split(text) if part.strip()]
     if len(sentences) < 2:
+        return []
+    widths = range(1, min(_WINDOW_SENTENCES, len(sentences) - 1) + 1)
+    runs = (" ".join(sentences[i : i + w]) for w in widths for i in range(len(sentences) - w + 1))
+    return [run for run in runs if len(run) >= _WINDOW_SHORTEST]
+
+
+def suspicious_window(text: str, model: LexicalStage) -> str | None:
+    """The window of `text` the lexical stage scores highest as an attack, when it scores higher than
+    the whole, every other output clears it, and the lexical stage is sure of it or unsure of the
+    whole (see the module docstring); else None."""
+    if WINDOW_OUTPUT not in model.labels:
         return None
-    best: tuple[float, str] | None = None
-    for width in range(1, min(_WINDOW_SENTENCES, len(sentences) - 1) + 1):
-        for start in range(len(sentences) - width + 1):
-            window = " ".join(sentences[start : start + width])
-            score = margin(window)
-            if best is None or score > best[0]:
-                best = (score, window)
-    if best is None or best[0] < 0 or best[0] <= margin(text):
+    k = model.labels.index(WINDOW_OUTPUT)
+    windows = sentence_windows(text)
+    if not windows:
         return None
-    return best[1]
+    best = max(windows, key=lambda w: model.lexical_scores(w)[k])
+    scores = model.lexical_scores(best)
+    whole = model.lexical_scores(text)[k]
+    thresholds = [model.thresholds(label) for label in model.labels]
+    if scores[k] <= whole or scores[k] < thresholds[k].low:
+        return None
+    if any(p >= t.low for j, (p, t) in enumerate(zip(scores, thresholds, strict=True)) if j != k):
+        return None
+    return best if scores[k] >= thresholds[k].sure_for(best) or whole >= thresholds[k].low else None
 
 
 def _suffix(notes: Sequence[str]) -> str:
@@ -75,13 +110,13 @@ def _suffix(notes: Sequence[str]) -> str:
 
 
 def text_views(
-    text: str, margin: Callable[[str], float], *, decode: bool, retractions: bool, windows: bool = False
+    text: str, model: LexicalStage, *, decode: bool, retractions: bool, windows: bool = False
 ) -> tuple[View, ...]:
-    """The views of `text` to judge; `margin(t)`: the lexical stage's score of `t` less its `low`,
-    the largest over the outputs (below 0: `t` is cleared, benign on its own)."""
+    """The views of `text` to judge by the builtin classifier `model`."""
+    lows = [model.thresholds(label).low for label in model.labels]
 
-    def cleared(t: str) -> bool:
-        return margin(t) < 0
+    def cleared(t: str) -> bool:  # the lexical stage finds `t` benign on its own (below every `low`)
+        return all(p < low for p, low in zip(model.lexical_scores(t), lows, strict=True))
 
     notes: list[str] = []
     base = text
@@ -107,7 +142,7 @@ def text_views(
         if reading is not None:
             views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
     if windows:
-        window = suspicious_window(base, margin)
+        window = suspicious_window(base, model)
         if window is not None:
             views = (*views, (_suffix([*notes, "its most suspicious sentences"]), window))
     return views

@@ -407,18 +407,13 @@ class PromptAttackSignal(ClassifierSignal):
         texts = select_texts(request, self.spec)
         if not (self.spec.decode_payloads or self.spec.strip_retractions or self.spec.windows):
             return texts
-        lows = [model.thresholds(o).low for o in self.outputs]
-
-        def margin(text: str) -> float:
-            return max(p - low for p, low in zip(model.lexical_scores(text), lows, strict=True))
-
         out: list[Text] = []
         for t in texts:
             views = self.views.get(t.text)
             if views is None:
                 sp = self.spec
                 views = text_views(
-                    t.text, margin, decode=sp.decode_payloads, retractions=sp.strip_retractions, windows=sp.windows
+                    t.text, model, decode=sp.decode_payloads, retractions=sp.strip_retractions, windows=sp.windows
                 )
                 self.views.put(t.text, views)
             out.extend(Text(f"{t.where} {suffix}" if suffix else t.where, text, t.cut) for suffix, text in views)
