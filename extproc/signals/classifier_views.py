@@ -28,8 +28,8 @@ what they mean instead:
   short sentences of ordinary requests often score high there) and either the lexical stage is
   sure of it as an attack, or the whole text is already unsure. A benign long prompt with one
   odd sentence ("Output:", "### OUTPUT RULES") is cleared as a whole and its sentences are not
-  sure alone, so it gains no view. Scoring the windows costs the lexical stage about three times
-  the text; the embedding stage only sees a window of a text it was unsure of anyway.
+  sure alone, so it gains no view. Windows are taken of the text as read too (padding and
+  obfuscation together). Scoring the windows costs the lexical stage about three times the text; the embedding stage only sees a window of a text it was unsure of anyway.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
@@ -133,6 +133,7 @@ def text_views(
             base = without_quotes(base, spans)
             notes.append("a quoted phrase asked about, left out")
     views: tuple[View, ...] = ((_suffix(notes), base),)
+    readings = [(notes, base)]  # what windows are taken of
     if decode:
         decoded = decode_payloads(base)
         if decoded is not None:
@@ -141,8 +142,10 @@ def text_views(
         reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
         if reading is not None:
             views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
+            readings.append(([*notes, f"as read: {reading.how}"], reading.text))  # padded and obfuscated
     if windows:
-        window = suspicious_window(base, model)
-        if window is not None:
-            views = (*views, (_suffix([*notes, "its most suspicious sentences"]), window))
+        for view_notes, judged in readings:
+            window = suspicious_window(judged, model)
+            if window is not None:
+                views = (*views, (_suffix([*view_notes, "its most suspicious sentences"]), window))
     return views
