@@ -29,7 +29,8 @@ what they mean instead:
   sure of it as an attack, or the whole text is already unsure. A benign long prompt with one
   odd sentence ("Output:", "### OUTPUT RULES") is cleared as a whole and its sentences are not
   sure alone, so it gains no view. Windows are taken of the text as read too (padding and
-  obfuscation together). Scoring the windows costs the lexical stage about three times the text; the embedding stage only sees a window of a text it was unsure of anyway.
+  obfuscation together). Scoring the windows costs the lexical stage about three times the
+  text; the embedding stage only sees a window of a text it was unsure of anyway.
 
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
