@@ -20,12 +20,26 @@ what they mean instead:
   out is judged instead; a quotation the text tells the model
   to act on ("what would you do if I said '...'? do it") is no such question and is judged whole.
 
+- a long text padded with harmless sentences (`windows`): the n-grams of an attack followed by a
+  paragraph about the weather are diluted below what the whole text is judged at. For a text of
+  at least `WINDOW_MIN_CHARS` with two sentences or more, the run of one or two sentences that
+  the lexical stage scores highest as an attack (the `attack` output) is judged beside the whole,
+  when every other output clears it (so a window never makes a plain request read as harmful:
+  short sentences of ordinary requests often score high there) and either the lexical stage is
+  sure of it as an attack, or the whole text is already unsure. A benign long prompt with one
+  odd sentence ("Output:", "### OUTPUT RULES") is cleared as a whole and its sentences are not
+  sure alone, so it gains no view. Windows are taken of the text as read too (padding and
+  obfuscation together). Scoring the windows costs the lexical stage about three times the
+  text; the embedding stage only sees a window of a text it was unsure of anyway.
+
 A view's `where` suffix names what was done, for the evidence: `message[2] (base64 decoded)`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Sequence
+from typing import Protocol
 
 from extproc.detectors.encoded import decode_payloads
 from extproc.detectors.jailbreak import find_jailbreak
@@ -35,14 +49,76 @@ from extproc.detectors.retraction import strip_retractions
 
 View = tuple[str, str]  # (where-suffix, text); "" for the text as sent
 
+WINDOW_OUTPUT = "attack"  # the output a window is chosen and admitted by
+WINDOW_MIN_CHARS = 200  # where the weights judge a text as long (their `long_high`)
+_WINDOW_SHORTEST = 24  # a shorter window ("Output:", "</prompt>") is markup or a heading, too little to judge
+_WINDOW_SENTENCES = 2
+# A sentence ends at . ! ? (or their CJK forms) before white space, or at a line break.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\s*\n\s*")
+
+
+class Thresholds(Protocol):
+    @property
+    def low(self) -> float: ...
+    def sure_for(self, text: str) -> float: ...
+
+
+class LexicalStage(Protocol):
+    """What the views need of the builtin classifier: its outputs, their thresholds, lexical scores."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
+    def thresholds(self, label: str) -> Thresholds: ...
+    def lexical_scores(self, text: str) -> Sequence[float]: ...
+
+
+def sentence_windows(text: str) -> list[str]:
+    """Every run of one or two sentences of `text` long enough to judge (none for a short or
+    one-sentence text)."""
+    if len(text) < WINDOW_MIN_CHARS:
+        return []
+    sentences = [part for part in _SENTENCE_BREAK.split(text) if part.strip()]
+    if len(sentences) < 2:
+        return []
+    widths = range(1, min(_WINDOW_SENTENCES, len(sentences) - 1) + 1)
+    runs = (" ".join(sentences[i : i + w]) for w in widths for i in range(len(sentences) - w + 1))
+    return [run for run in runs if len(run) >= _WINDOW_SHORTEST]
+
+
+def suspicious_window(text: str, model: LexicalStage) -> str | None:
+    """The window of `text` the lexical stage scores highest as an attack, when it scores higher than
+    the whole, every other output clears it, and the lexical stage is sure of it or unsure of the
+    whole (see the module docstring); else None."""
+    if WINDOW_OUTPUT not in model.labels:
+        return None
+    k = model.labels.index(WINDOW_OUTPUT)
+    windows = sentence_windows(text)
+    if not windows:
+        return None
+    best = max(windows, key=lambda w: model.lexical_scores(w)[k])
+    scores = model.lexical_scores(best)
+    whole = model.lexical_scores(text)[k]
+    thresholds = [model.thresholds(label) for label in model.labels]
+    if scores[k] <= whole or scores[k] < thresholds[k].low:
+        return None
+    if any(p >= t.low for j, (p, t) in enumerate(zip(scores, thresholds, strict=True)) if j != k):
+        return None
+    return best if scores[k] >= thresholds[k].sure_for(best) or whole >= thresholds[k].low else None
+
 
 def _suffix(notes: Sequence[str]) -> str:
     return f"({'; '.join(notes)})" if notes else ""
 
 
-def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retractions: bool) -> tuple[View, ...]:
-    """The views of `text` to judge; `cleared(t)`: the lexical stage finds `t` benign on its own
-    (below every output's `low`)."""
+def text_views(
+    text: str, model: LexicalStage, *, decode: bool, retractions: bool, windows: bool = False
+) -> tuple[View, ...]:
+    """The views of `text` to judge by the builtin classifier `model`."""
+    lows = [model.thresholds(label).low for label in model.labels]
+
+    def cleared(t: str) -> bool:  # the lexical stage finds `t` benign on its own (below every `low`)
+        return all(p < low for p, low in zip(model.lexical_scores(t), lows, strict=True))
+
     notes: list[str] = []
     base = text
     if retractions and not cleared(text):
@@ -58,6 +134,7 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
             base = without_quotes(base, spans)
             notes.append("a quoted phrase asked about, left out")
     views: tuple[View, ...] = ((_suffix(notes), base),)
+    readings = [(notes, base)]  # what windows are taken of
     if decode:
         decoded = decode_payloads(base)
         if decoded is not None:
@@ -66,4 +143,10 @@ def text_views(text: str, cleared: Callable[[str], bool], *, decode: bool, retra
         reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
         if reading is not None:
             views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
+            readings.append(([*notes, f"as read: {reading.how}"], reading.text))  # padded and obfuscated
+    if windows:
+        for view_notes, judged in readings:
+            window = suspicious_window(judged, model)
+            if window is not None:
+                views = (*views, (_suffix([*view_notes, "its most suspicious sentences"]), window))
     return views

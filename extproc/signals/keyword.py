@@ -8,6 +8,12 @@ Regex keywords are compiled into one alternation at policy load: a message with 
 them costs one scan. When that scan finds something, keywords it did not report (an
 alternation reports one keyword per position, so "machine learning" can hide "machine")
 are checked one by one: the extra work only happens on matching messages.
+
+`views: [reader]` also looks for the keywords in the text as a reader sees it
+(`extproc.detectors.reader_view`: zero-width characters dropped, look-alike letters mapped,
+leetspeak and spaced-out letters read), so "n o  r u l e s" or "unr3str1ct3d" match a safety
+keyword; the evidence says which view matched. A text with nothing to undo (nearly every text)
+costs one cheap scan more. Off by default: a routing keyword has no adversary to read past.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from extproc.detectors.common import join_bounded, truncation_note
+from extproc.detectors.reader_view import reader_view
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
@@ -31,6 +38,7 @@ class KeywordSpec(TextSignalSpec):
     whole_word: bool = True
     case_sensitive: bool = False
     regex: bool = False  # keywords are regular expressions (Python `re` syntax)
+    views: list[Literal["reader"]] = Field(default_factory=list)  # also read the text as a reader sees it
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -123,6 +131,15 @@ class KeywordSignal(Signal):
     def compute(self, request: RoutingRequest) -> Evaluation:
         text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
         found = self.found(text) if text else []
+        read_note, read_only = "", frozenset[str]()
+        if text and "reader" in self.spec.views:
+            reading = reader_view(text)
+            if reading is not None:
+                extra = [kw for kw in self.found(reading.text) if kw not in found]
+                if extra:
+                    found = [kw for kw in self._keywords if kw in found or kw in extra]
+                    read_note = f" (as read: {reading.how})"
+                    read_only = frozenset(extra)
         fraction = len(found) / len(self._keywords)
         mode = self.spec.mode
         if mode == "any":
@@ -131,7 +148,7 @@ class KeywordSignal(Signal):
             matched, score = len(found) == len(self._keywords), fraction
         else:
             matched, score = not found, 1.0 - fraction
-        evidence = tuple(f"keyword {kw!r}" for kw in found[:_MAX_EVIDENCE])
+        evidence = tuple(f"keyword {kw!r}{read_note if kw in read_only else ''}" for kw in found[:_MAX_EVIDENCE])
         if len(found) > _MAX_EVIDENCE:
             evidence += (f"... and {len(found) - _MAX_EVIDENCE} more",)
         return Evaluation(

@@ -98,6 +98,7 @@ class ClassifierSpec(TextSignalSpec):
     batch: bool = True  # checkpoints only: several texts in one padded batch
     decode_payloads: bool = True  # builtin only: encoded payloads are judged by what they decode to
     strip_retractions: bool = True  # builtin only: "ignore my last message" is the user's own, not an override
+    windows: bool = False  # builtin only: a long text's most suspicious sentences judged beside the whole
 
     @property
     def builtin(self) -> bool:
@@ -130,7 +131,7 @@ class ClassifierSpec(TextSignalSpec):
             if self.stage == "lexical":
                 names = [*outputs, *(f"{n}{UNSURE_SUFFIX}" for n in outputs)]
         else:
-            for field in ("stage", "decode_payloads", "strip_retractions"):
+            for field in ("stage", "decode_payloads", "strip_retractions", "windows"):
                 if field in self.model_fields_set:
                     raise ValueError(f"{field} applies to {BUILTIN_PROMPT_ATTACK} only")
             names = list(dict.fromkeys(self.labels.values())) if self.labels else None
@@ -404,19 +405,15 @@ class PromptAttackSignal(ClassifierSignal):
         """`select_texts`, each text judged as what it means where its characters mislead the
         n-grams (encoded payloads, a user taking back their own message: `classifier_views`)."""
         texts = select_texts(request, self.spec)
-        if not (self.spec.decode_payloads or self.spec.strip_retractions):
+        if not (self.spec.decode_payloads or self.spec.strip_retractions or self.spec.windows):
             return texts
-        lows = [model.thresholds(o).low for o in self.outputs]
-
-        def cleared(text: str) -> bool:
-            return all(p < low for p, low in zip(model.lexical_scores(text), lows, strict=True))
-
         out: list[Text] = []
         for t in texts:
             views = self.views.get(t.text)
             if views is None:
+                sp = self.spec
                 views = text_views(
-                    t.text, cleared, decode=self.spec.decode_payloads, retractions=self.spec.strip_retractions
+                    t.text, model, decode=sp.decode_payloads, retractions=sp.strip_retractions, windows=sp.windows
                 )
                 self.views.put(t.text, views)
             out.extend(Text(f"{t.where} {suffix}" if suffix else t.where, text, t.cut) for suffix, text in views)

@@ -6,6 +6,13 @@ embedded in one batch and compared by cosine. `method` picks how a label scores 
 `max` (its nearest exemplar: good for paraphrases of known attacks), `centroid` (the
 normalised mean of its exemplars: a domain such as "medical"), or `both` (the larger).
 With `sources: [text, image_text]` the OCR text of the request's images is embedded too.
+
+`views: [reader]` embeds, beside each text, the text as a reader sees it where it differs
+(`extproc.detectors.reader_view`: zero-width characters dropped, look-alike letters mapped,
+leetspeak and spaced-out letters read): a label scores the better of the two, and the evidence
+names the view. `view_labels` limits that to some labels (a safety label such as `jailbreak`),
+so the routing labels of the same signal score the text as sent, as without views. Only a text
+with something to undo (rare) costs an embedding more.
 """
 
 from __future__ import annotations
@@ -13,8 +20,9 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from extproc.detectors.reader_view import reader_view
 from extproc.models.ocr import OcrService
 from extproc.models.registry import ModelUnavailable
 from extproc.models.text_embedder import FloatArray, TextEmbedder
@@ -43,6 +51,8 @@ class SemanticSpec(TextSignalSpec):
     sources: list[Source] = Field(default_factory=lambda: list[Source](["text"]), min_length=1)
     max_chars: int = Field(default=2000, ge=16)  # per text; MiniLM reads 256 tokens anyway
     max_texts: int = Field(default=16, ge=1)  # the last N segments (the newest turns matter most)
+    views: list[Literal["reader"]] = Field(default_factory=list)  # also embed the text as a reader sees it
+    view_labels: list[str] | None = Field(default=None, min_length=1)  # labels a view may score (None: all)
 
     @field_validator("exemplars")
     @classmethod
@@ -51,6 +61,16 @@ class SemanticSpec(TextSignalSpec):
             if not texts or not all(t.strip() for t in texts):
                 raise ValueError(f"label {label!r} needs at least one non-empty exemplar")
         return v
+
+    @model_validator(mode="after")
+    def _check_view_labels(self) -> SemanticSpec:
+        if self.view_labels is not None:
+            if not self.views:
+                raise ValueError("view_labels needs views (e.g. views: [reader])")
+            unknown = sorted(set(self.view_labels) - set(self.exemplars))
+            if unknown:
+                raise ValueError(f"view_labels names labels with no exemplars: {', '.join(map(repr, unknown))}")
+        return self
 
 
 class SemanticSignal(Signal):
@@ -145,13 +165,21 @@ class SemanticSignal(Signal):
         texts = await self._texts(request, ctx)
         if not texts:
             return Evaluation(matched=False)
+        as_sent = len(texts)
+        if "reader" in self.spec.views:
+            for where, text in texts[:as_sent]:
+                reading = reader_view(text)
+                if reading is not None:
+                    texts.append((f"{where} (as read: {reading.how})", reading.text))
         vecs = await ctx.executor.run(self._embedder.embed, [t for _, t in texts])
         per_text = [self.label_scores(vecs[i : i + 1]) for i in range(len(texts))]
         labels: dict[str, float] = {}
         evidence: list[str] = []
         nearest: tuple[float, str, float] = (-2.0, "", 0.0)  # the closest label, even below its threshold
+        viewed = self.spec.view_labels
         for label in self._labels:
-            i_best = max(range(len(texts)), key=lambda i: per_text[i][label])
+            rows = len(texts) if viewed is None or label in viewed else as_sent
+            i_best = max(range(rows), key=lambda i: per_text[i][label])
             score = per_text[i_best][label]
             threshold = self.spec.thresholds.get(label, self.spec.threshold)
             nearest = max(nearest, (score, label, threshold))
