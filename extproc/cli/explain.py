@@ -10,23 +10,16 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from extproc.cache.service import explained
 from extproc.cli.common import load_settings, router_or_report
 from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.outcome import RoutingOutcome
-from extproc.protocol.request import API_PATHS
 from extproc.router import Router
-from extproc.server import mutations
-from extproc.server.request_phase import RequestPhase
-from extproc.server.stream_state import RequestState
+from extproc.server.explain_answer import envoy_answer
 from extproc.settings import Settings
-
-if TYPE_CHECKING:
-    from extproc.server.response_tools import ResponseTools
-    from extproc.server.stream_state import Backends
 
 BODY_SHOWN = 600  # characters of a rewritten body the table shows (--json prints it whole)
 
@@ -78,17 +71,6 @@ async def _explain_all(router: Router, args: argparse.Namespace, settings: Setti
         else:
             print(render_table(name, outcome, envoy))
     return status
-
-
-def envoy_answer(router: Router, outcome: RoutingOutcome, path: str | None) -> dict[str, Any]:
-    """The server's answer to Envoy for this outcome (one-message flow, no cache or conversation
-    lookup), built by the servicer's own request phase and `server.mutations`."""
-    api = outcome.request.api if outcome.request is not None else None
-    api_path = path or next((p for p, kind in API_PATHS.items() if kind is api), "")
-    # An answer reads neither the backends nor the tool rules (those serve the lookups and MCP).
-    phase = RequestPhase(cast("Backends", None), cast("ResponseTools", None))
-    response = phase.answer(outcome, RequestState(path=api_path), bool(router.policy.tool_rules))
-    return mutations.describe(response)
 
 
 def _envoy_lines(envoy: dict[str, Any]) -> list[str]:

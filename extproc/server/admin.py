@@ -49,6 +49,7 @@ from extproc.cache.service import explained
 from extproc.conversations.service import explained as conversation_explained
 from extproc.conversations.service import store_backend
 from extproc.observability.metrics import CONTENT_TYPE, Metrics
+from extproc.server.explain_answer import envoy_answer
 from extproc.settings import Settings, SettingsError, is_loopback_host
 from extproc.web import AppServer, catch_all_app
 
@@ -281,7 +282,7 @@ class AdminServer:
         outcome = await router.route(body, path=path, request_id=headers.get("x-request-id"))
         outcome.cache = explained(outcome, router.policy.spec)
         outcome.conversation = conversation_explained(outcome, router.policy.spec, store_backend(self.target.settings))
-        return json_response(200, outcome.to_dict())
+        return json_response(200, {**outcome.to_dict(), "envoy": envoy_answer(router, outcome, path or None)})
 
     async def _policy(self, body: bytes, query: dict[str, list[str]], headers: dict[str, str]) -> Response:
         router = self.target.live_router
