@@ -1,4 +1,4 @@
-"""`extproc train-classifier --data DIR [--out DIR] [--eval-only]`: train the shipped prompt-attack
+"""`extproc train-classifier --data DIR [--out DIR] [--eval-only] [--recipe issue48]`: train the shipped prompt-attack
 classifier on DIR/train.jsonl (thresholds by cross-validation on it), write the weights, and
 print its metrics on DIR/test.jsonl. Deterministic: the same corpus gives the same files."""
 
@@ -11,6 +11,9 @@ from pathlib import Path
 from extproc.ops.paths import TRAINING_ONLY, in_repository
 from extproc.tools.progress import heartbeat
 
+# The training recipes (`extproc.tools.attack_training.cli.RECIPES`, imported only when training).
+RECIPE_NAMES = ("default", "issue48")
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -21,6 +24,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
     parser.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
+    parser.add_argument(
+        "--recipe",
+        choices=RECIPE_NAMES,
+        default="default",
+        help="training recipe ('default' reproduces the shipped weights; 'issue48': every script, "
+        "thresholds chosen out of fold)",
+    )
+    parser.add_argument("--cache-dir", type=Path, help="where MiniLM embeddings of the corpus are cached")
     parser.set_defaults(func=run)
 
 
@@ -40,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         argv += ["--out", str(args.out)]
     argv += ["--eval-only"] if args.eval_only else []
+    argv += ["--recipe", args.recipe]
+    argv += ["--cache-dir", str(args.cache_dir)] if args.cache_dir is not None else []
     argv += ["--json"] if args.json else []
     with heartbeat("extproc train-classifier"):  # on a terminal only
         return main(argv)

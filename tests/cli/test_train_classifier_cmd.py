@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from extproc.cli import main
+from extproc.tools.attack_training.corpus import TrainConfig
 
 
 def write_rows(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -45,3 +46,45 @@ def test_a_missing_corpus_is_a_clear_error(tmp_path: Path, capsys: pytest.Captur
     assert main(["train-classifier", "--data", str(tmp_path / "nowhere")]) == 2
     assert "no train.jsonl in" in capsys.readouterr().err
     assert main(["train-classifier", "--data", str(tmp_path), "--eval-only"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], TrainConfig(threads=1)),
+        (["--recipe", "default"], TrainConfig(threads=1)),
+        (["--recipe", "issue48"], TrainConfig.issue48(threads=1)),
+        (["--recipe", "issue48", "--threads", "2"], TrainConfig.issue48(threads=2)),
+    ],
+)
+def test_the_recipe_flag_picks_the_training_config(
+    argv: list[str], expected: TrainConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extproc.tools.attack_training import cli as training_cli
+
+    seen: list[tuple[TrainConfig, Path]] = []
+
+    def fake_train(corpus_dir: Path, out_dir: Path, *, embedder: object, config: TrainConfig, log: object) -> dict[str, object]:
+        seen.append((config, out_dir))
+        return {}
+
+    monkeypatch.setattr(training_cli, "train", fake_train)
+    monkeypatch.setattr(training_cli, "_minilm", lambda threads, cache_dir: object())
+    write_rows(tmp_path / "train.jsonl", [("How do I bake bread?", "benign")])  # no test.jsonl: train only
+    out = tmp_path / "weights"
+    assert main(["train-classifier", "--data", str(tmp_path), "--out", str(out), *argv]) == 0
+    assert seen == [(expected, out)]
+
+
+def test_an_unknown_recipe_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train-classifier", "--data", str(tmp_path), "--recipe", "nonsense"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'nonsense'" in capsys.readouterr().err
+
+
+def test_the_command_offers_every_recipe_the_trainer_knows() -> None:
+    from extproc.cli.train_classifier_cmd import RECIPE_NAMES
+    from extproc.tools.attack_training.cli import RECIPES
+
+    assert sorted(RECIPE_NAMES) == sorted(RECIPES)

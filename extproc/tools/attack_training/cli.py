@@ -7,7 +7,7 @@ import hashlib
 import json
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from extproc.models.attack_classifier import (
@@ -22,6 +22,12 @@ from extproc.tools.training import (
     Embedder,
     packaged_minilm,
 )
+
+# The recipes the train command knows, each a TrainConfig factory taking overrides.
+RECIPES: dict[str, Callable[..., TrainConfig]] = {
+    "default": TrainConfig,
+    "issue48": TrainConfig.issue48,
+}
 
 
 def _minilm(threads: int, cache_dir: Path | None) -> Embedder:
@@ -52,6 +58,13 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="where MiniLM embeddings of the corpus are cached",
     )
     parser.add_argument("--no-cache", action="store_true", help="do not cache embeddings")
+    parser.add_argument(
+        "--recipe",
+        choices=sorted(RECIPES),
+        default="default",
+        help="training recipe: 'default' reproduces the shipped weights; 'issue48' adds the written "
+        "multilingual harmful rows and chooses script_high and the head's decision out of fold",
+    )
     parser.add_argument("--json", action="store_true", help="print the evaluation report as JSON")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
@@ -60,7 +73,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     out_dir: Path = args.out or DEFAULT_WEIGHTS_DIR
     embedder = _minilm(args.threads, None if args.no_cache else args.cache_dir)
     if not args.eval_only:
-        cfg = TrainConfig(threads=args.threads)
+        cfg = RECIPES[args.recipe](threads=args.threads)
         metrics = train(args.data, out_dir, embedder=embedder, config=cfg, log=lambda m: print(m, file=sys.stderr))
         print(json.dumps({"train_cv_metrics": metrics}, indent=2, sort_keys=True))
     test_file = args.data / "test.jsonl"
