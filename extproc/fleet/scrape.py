@@ -11,13 +11,13 @@ stale (`stale_after_s` on the route) and selection falls back to order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from extproc.fleet.background import BackgroundLoop
 from extproc.fleet.state import Fleet
 
 log = logging.getLogger("extproc.fleet")
@@ -61,7 +61,7 @@ def parse_load(text: str) -> Load | None:
     return Load(running, waiting, kv) if seen else None
 
 
-class Scraper:
+class Scraper(BackgroundLoop):
     """Scrapes every model's `metrics_url` each `interval_s` into the fleet (one task)."""
 
     def __init__(self, fleet: Fleet, *, interval_s: float = 2.0, timeout_s: float = 1.0) -> None:
@@ -75,17 +75,6 @@ class Scraper:
 
     def set_targets(self, targets: Mapping[str, str]) -> None:
         self.targets = dict(targets)
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _run(self) -> None:
         import httpx

@@ -12,7 +12,6 @@ with the key's TTL). A Redis that is down leaves each replica with its own view;
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -21,13 +20,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from extproc.fleet.background import BackgroundLoop
 from extproc.fleet.state import Fleet, ModelRecord, PeerState
 
 log = logging.getLogger("extproc.fleet")
 _LOG_EVERY_S = 30.0
 
 
-class SharedFleet:
+class SharedFleet(BackgroundLoop):
     def __init__(
         self,
         fleet: Fleet,
@@ -63,16 +63,8 @@ class SharedFleet:
     def _changed(self, model: str, record: ModelRecord) -> None:
         self._dirty.add(model)
 
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run())
-
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await super().stop()
         await self._client.aclose()
 
     async def _run(self) -> None:
