@@ -26,7 +26,7 @@ from extproc.observability.tracing import TRACE_HEADERS
 from extproc.policy.models_list import MODELS_PATH, is_models_path, model_body, models_body
 from extproc.protocol import anthropic
 from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
-from extproc.protocol.request import ApiKind
+from extproc.protocol.request import API_PATHS, ApiKind
 from extproc.protocol.responses import dumps
 from extproc.server import mutations, passthrough
 from extproc.server.passthrough import PASSTHROUGH_PATHS
@@ -191,7 +191,7 @@ class RequestPhase:
         observer = self.backends.observer
         if observer is not None:
             observer.failure(failure, request_id=state.request_id, path=state.path)
-        return _error(status, message, "server_error", failure)
+        return _error(state, status, message, "server_error", failure)
 
     async def _follow_and_look_up(
         self, outcome: RoutingOutcome, router: Router, state: RequestState
@@ -262,7 +262,7 @@ class RequestPhase:
         """GET /v1/models (and /v1/models/{id}) answered from the policy; never forwarded."""
         router = self.backends.router
         if router is None:
-            return _error(503, "The router is still loading its policy and models.", "server_error", "not_ready")
+            return _error(state, 503, "The router is still loading its policy and models.", "server_error", "not_ready")
         spec = router.policy.spec
         name = state.path[len(MODELS_PATH) + 1 :]
         if not name:
@@ -392,6 +392,11 @@ def _trace(outcome: RoutingOutcome) -> str:
     return text if len(text) <= MAX_TRACE_CHARS else text[: MAX_TRACE_CHARS - 3] + "..."
 
 
-def _error(status: int, message: str, error_type: str, code: str) -> Any:
-    body = json.dumps(error_body(message, error_type, code), separators=(",", ":")).encode()
-    return mutations.immediate(status, _JSON, body, details=code)
+def _error(state: RequestState, status: int, message: str, error_type: str, code: str) -> Any:
+    """A server error (no outcome to render) in the shape of the API the path speaks: Anthropic's
+    envelope on /v1/messages (and for an Anthropic client's /v1/models), OpenAI's elsewhere."""
+    if API_PATHS.get(state.path) is ApiKind.MESSAGES or (state.anthropic_client and is_models_path(state.path)):
+        error = anthropic.error_body(status, message)
+    else:
+        error = error_body(message, error_type, code)
+    return mutations.immediate(status, _JSON, json.dumps(error, separators=(",", ":")).encode(), details=code)

@@ -13,7 +13,7 @@ from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 
 from extproc.protocol import anthropic, sse
-from tests.server.test_grpc_service import Harness, body_only_msg, decision_of, headers_msg, start
+from tests.server.test_grpc_service import Harness, body_msg, body_only_msg, decision_of, headers_msg, start
 
 MESSAGES = "/v1/messages"
 POLICY = """
@@ -273,3 +273,28 @@ async def test_one_model_and_an_unknown_one(harness: Harness) -> None:
     assert json.loads(reply.immediate_response.body)["error"]["code"] == "model_not_found"
     [reply] = await harness.exchange(models_request("/v1/models/hidden", anthropic_client=True))
     assert json.loads(reply.immediate_response.body)["error"]["type"] == "not_found_error"
+
+
+async def test_while_the_router_loads_each_api_gets_its_own_error_shape() -> None:
+    """The 503 before the policy loads (no outcome to render) is Anthropic's envelope on
+    /v1/messages, both flows, and for an Anthropic client's /v1/models; OpenAI's elsewhere."""
+    server, channel = await start(policy=POLICY, load=False)
+    harness = Harness(server, channel)
+    try:
+        body = messages("hello")
+        one_message = (await harness.exchange(body_only_msg(body, path=MESSAGES)))[-1]
+        three_messages = (await harness.exchange(headers_msg(MESSAGES), body_msg(body)))[-1]
+        listing = (await harness.exchange(models_request(anthropic_client=True)))[-1]
+        for reply in (one_message, three_messages, listing):
+            assert reply.immediate_response.status.code == 503
+            doc = json.loads(reply.immediate_response.body)
+            assert doc["type"] == "error" and doc["error"]["type"] == "overloaded_error", doc
+            assert "loading" in doc["error"]["message"]
+        chat = (await harness.exchange(body_only_msg(b'{"messages": []}')))[-1]
+        openai_listing = (await harness.exchange(models_request()))[-1]
+        for reply in (chat, openai_listing):
+            doc = json.loads(reply.immediate_response.body)
+            assert doc["error"]["type"] == "server_error" and doc["error"]["code"] == "not_ready", doc
+    finally:
+        await channel.close()
+        await server.stop()
