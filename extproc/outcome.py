@@ -1,27 +1,22 @@
-"""A routing outcome: the decision with its trace, and every rendering of it the edges need
-(rewritten body, immediate reply, headers, explain JSON). Edges map it; they never re-decide."""
+"""A routing outcome: the decision with its trace, the facts the wire is rendered from (the
+model, cluster, reasoning, selection), the rewritten body and the explain JSON. The headers,
+metadata and immediate answers are rendered in one place, `extproc.server.wire`; edges map the
+outcome, they never re-decide."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from extproc import headers as vsr
-from extproc.errors import RequestError, error_body
+from extproc.errors import RequestError
 from extproc.policy.engine import ActionKind, DecisionTrace, EngineResult
 from extproc.policy.reasoning import apply_reasoning
 from extproc.policy.schema import ModelSpec, Plugins
-from extproc.protocol import anthropic, translate
+from extproc.protocol import translate
+from extproc.protocol.formats import format_for
 from extproc.protocol.request import ApiKind, RoutingRequest
-from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps, rewrite_body
+from extproc.protocol.responses import dumps, rewrite_body
 from extproc.signals.base import SignalResult
-
-
-@dataclass(frozen=True, slots=True)
-class ImmediateResponse:
-    status: int
-    headers: dict[str, str]
-    body: bytes
 
 
 @dataclass(slots=True)
@@ -104,7 +99,7 @@ class RoutingOutcome:
         if self.translates:
             raw = dict(self.request.raw)
             if prompt is not None:
-                raw["system"] = anthropic.with_system_prompt(raw, prompt.content, prompt.mode)
+                format_for(self.api).insert_system_prompt(raw, self.request.raw, prompt.content, prompt.mode)
             chat = translate.messages_to_chat(raw, self.model.target_model)
             if self.result.reasoning is not None:  # written as for any Chat body: the family's Chat paths
                 self._write_reasoning(chat)
@@ -153,33 +148,6 @@ class RoutingOutcome:
             and not self.model.speaks_messages
         )
 
-    def request_headers(self) -> dict[str, str]:
-        """Headers to set (overwrite) on the request Envoy forwards: routing plus plugin headers."""
-        headers = dict(self.plugins.set_headers)
-        if self.decision is not None:
-            headers[vsr.DECISION] = self.decision
-        if self.model is not None:
-            headers[vsr.CLUSTER] = self.cluster or self.model.cluster
-            headers[vsr.MODEL] = self.model.name
-        if (reasoning := self.reasoning) is not None:
-            headers[vsr.REASONING] = reasoning
-        return headers
-
-    def response_headers(self) -> dict[str, str]:
-        """Headers the client sees: why its request went where it went."""
-        headers = {
-            vsr.DECISION: self.decision or "none",
-            vsr.MODEL: self.model.name if self.model is not None else "none",
-            vsr.SIGNALS: ",".join(self.matched_signals()) or "none",
-        }
-        if (reasoning := self.reasoning) is not None:
-            headers[vsr.REASONING] = reasoning
-        if (selection := self.selection_header) is not None:
-            headers[vsr.SELECTION] = selection
-        if (unknown := self.unknown_model_header) is not None:
-            headers[vsr.UNKNOWN_MODEL] = unknown
-        return headers
-
     @property
     def unknown_model_header(self) -> str | None:
         """x-vsr-unknown-model: the client's model name, as printable ASCII (it is client input)."""
@@ -213,36 +181,6 @@ class RoutingOutcome:
         signals = " ".join(f"{s.name}={s.status.value}:{s.score:.2f}" for s in self.signals)
         return f"v={self.policy_version} d[{decisions}] s[{signals}] t={self.timings_ms.get('total', 0.0):.2f}ms"
 
-    def immediate_response(self) -> ImmediateResponse:
-        """The reply sent without reaching an upstream: an error body or a clarifying answer."""
-        headers = self.response_headers()
-        if self.action == "clarify":
-            assert self.message is not None
-            model = f"vsr/{self.decision}"
-            if self.request is not None and self.request.stream:
-                body = assistant_reply_stream(self.api, model, self.message)
-                headers["content-type"] = "text/event-stream"
-                headers["cache-control"] = "no-cache"
-            else:
-                body = dumps(assistant_reply(self.api, model, self.message))
-                headers["content-type"] = "application/json"
-            return ImmediateResponse(200, headers, body)
-        if self.api is ApiKind.MESSAGES and self.action in ("error", "reject"):
-            message = self.error.message if self.error is not None else self.message or "request rejected by policy"
-            body = dumps(anthropic.error_body(self.status, message))
-            if self.action == "reject" and self.result.retry_after_s is not None:
-                headers["retry-after"] = str(self.result.retry_after_s)
-        elif self.action == "error" and self.error is not None:
-            body = self.error.to_json_bytes()
-        elif self.action == "reject":
-            body = dumps(error_body(self.message or "request rejected by policy", _error_type(self.status), self.code))
-            if self.result.retry_after_s is not None:
-                headers["retry-after"] = str(self.result.retry_after_s)
-        else:
-            raise ValueError(f"a {self.action} outcome has no immediate response")
-        headers["content-type"] = "application/json"
-        return ImmediateResponse(self.status, headers, body)
-
     def to_dict(self) -> dict[str, Any]:
         """The explain object: the same shape from the CLI and the admin API."""
         return {
@@ -268,16 +206,6 @@ class RoutingOutcome:
                 "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             },
         }
-
-
-def _error_type(status: int) -> str:
-    if status == 403:
-        return "permission_error"
-    if status == 429:
-        return "rate_limit_error"
-    if status >= 500:
-        return "service_unavailable"
-    return "invalid_request_error"
 
 
 def _request_summary(request: RoutingRequest | None) -> dict[str, Any] | None:

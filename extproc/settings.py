@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from extproc.images import ImageLimits
-from extproc.protocol.request import API_PATHS
+from extproc.protocol.formats import API_PATHS
 
 ENV_PREFIX = "VSR_"
 # Shipped inside the package (policies/default.yaml in the repository links to it), so an

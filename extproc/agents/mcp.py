@@ -73,7 +73,7 @@ def parse_message(body: bytes) -> McpMessage:
     return McpMessage(request_id=doc.get("id"), method=doc["method"], params=params, doc=doc)
 
 
-def error_body(request_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> bytes:
+def jsonrpc_error(request_id: Any, code: int, message: str, data: dict[str, Any] | None = None) -> bytes:
     error: dict[str, Any] = {"code": code, "message": message}
     if data:
         error["data"] = data

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from extproc.protocol import sse
-from extproc.protocol.anthropic import assembled_message
+from extproc.protocol.formats.messages import assembled_message
 from extproc.protocol.request import ApiKind
 
 OutputKind = Literal["text", "tool_call", "reasoning", "other"]

@@ -1,4 +1,5 @@
-"""Parse OpenAI Chat Completions, Responses and legacy Completions bodies into a RoutingRequest.
+"""Parse a request body of any API format into a RoutingRequest: the JSON read once (size, depth
+and type checked), then the format the path names parses it (`extproc.protocol.formats`).
 
 Only what routing needs is extracted; the parsed JSON is kept so the body can be rewritten
 (model, system prompt) without re-parsing. Every malformed shape raises a typed RequestError.
@@ -12,8 +13,9 @@ from typing import Any
 from extproc.errors import MalformedRequest, PayloadTooLarge
 from extproc.images import ImageLimits
 from extproc.images import RemoteImage as RemoteImage
-from extproc.protocol.openai_parser import _json_type, _Parser
-from extproc.protocol.request import API_PATHS, ApiKind, RoutingRequest
+from extproc.protocol.formats import API_PATHS, format_for
+from extproc.protocol.openai_parser import json_type
+from extproc.protocol.request import ApiKind, RoutingRequest
 
 
 def api_for_path(path: str) -> ApiKind | None:
@@ -29,7 +31,8 @@ def parse_request(
     max_body_bytes: int | None = None,
     max_depth: int = 64,
 ) -> RoutingRequest:
-    """Parse an OpenAI-style request body. Raises a RequestError subclass on any bad input."""
+    """Parse a request body of the API `path` names (an OpenAI body's own shape when the path
+    names none). Raises a RequestError subclass on any bad input."""
     limits = limits or ImageLimits()
     if isinstance(body, dict):
         data = body
@@ -39,11 +42,7 @@ def parse_request(
             raise PayloadTooLarge(f"request body is {len(raw)} bytes; the limit is {max_body_bytes}")
         data = _load_json(raw, max_depth)
     api = api_for_path(path) or _infer_api(data)
-    if api is ApiKind.MESSAGES:
-        from extproc.protocol.anthropic import MessagesParser
-
-        return MessagesParser(data, api, limits).parse()
-    return _Parser(data, api, limits).parse()
+    return format_for(api).parse(data, limits)
 
 
 def _load_json(raw: bytes, max_depth: int) -> dict[str, Any]:
@@ -63,7 +62,7 @@ def _load_json(raw: bytes, max_depth: int) -> dict[str, Any]:
     except ValueError as exc:  # e.g. an integer literal over Python's 4300-digit conversion limit
         raise MalformedRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     if not isinstance(data, dict):
-        raise MalformedRequest(f"request body must be a JSON object, not {_json_type(data)}", code="invalid_json")
+        raise MalformedRequest(f"request body must be a JSON object, not {json_type(data)}", code="invalid_json")
     return data
 
 

@@ -1,9 +1,11 @@
-"""The OpenAI request parser's machinery (`Parser` for Chat Completions, Responses and legacy
-Completions, typed errors, `json_type`), apart from `openai.parse_request` so that the Anthropic
-Messages parser can build on it without an import circle (`openai` dispatches to `anthropic`)."""
+"""The parser machinery every API format builds on (`OpenAIParser`: OpenAI's content parts,
+images, tools and tool calls, typed errors, `json_type`). Each format's own fields are read by
+its module in `extproc.protocol.formats`; `openai.parse_request` picks the format by path."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
 from extproc.errors import MalformedRequest, PayloadTooLarge
@@ -19,18 +21,20 @@ _ROLE_MAP = {
     "tool": Role.TOOL,
     "function": Role.TOOL,
 }
-_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "refusal"})
-_IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text", "refusal"})
+IMAGE_PART_TYPES = frozenset({"image_url", "input_image"})
 
 
-
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
     )
 
 
-class _Parser:
+class OpenAIParser(ABC):
+    """The rules every format's parser shares: typed errors, the image checks, text segments,
+    tools and tool calls, `model` and `stream`; a subclass reads its format's fields."""
+
     def __init__(self, data: dict[str, Any], api: ApiKind, limits: ImageLimits) -> None:
         self.data = data
         self.limits = limits
@@ -40,46 +44,38 @@ class _Parser:
         data, req = self.data, self.request
         model = data.get("model")
         if model is not None and not isinstance(model, str):
-            raise MalformedRequest(f"'model' must be a string, not {_json_type(model)}", param="model")
+            raise MalformedRequest(f"'model' must be a string, not {json_type(model)}", param="model")
         req.model = model or None
         stream = data.get("stream", False)
         if stream is not None and not isinstance(stream, bool):
-            raise MalformedRequest(f"'stream' must be a boolean, not {_json_type(stream)}", param="stream")
+            raise MalformedRequest(f"'stream' must be a boolean, not {json_type(stream)}", param="stream")
         req.stream = bool(stream)
         self._parse_tools(data.get("tools"))
-        if req.api is ApiKind.CHAT:
-            self._parse_messages(data)
-        elif req.api is ApiKind.RESPONSES:
-            self._parse_responses(data)
-        elif req.api is ApiKind.COMPLETIONS:
-            self._parse_prompt(data)
-        else:
-            self.parse_api(data)
+        self.parse_api(data)
         return req
 
+    @abstractmethod
     def parse_api(self, data: dict[str, Any]) -> None:
-        """The body of an API this parser does not know (a subclass's: Anthropic Messages)."""
-        raise MalformedRequest(f"no parser for the {self.request.api.value} API")
+        """The format's own fields (its module's parser: `extproc.protocol.formats`)."""
 
-    # -- Chat Completions -------------------------------------------------------------
-    def _parse_messages(self, data: dict[str, Any]) -> None:
+    def message_list(self, data: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """`messages`, required, a non-empty array of objects (Chat's and Anthropic's): each with its index."""
         messages = data.get("messages")
         if messages is None:
             raise MalformedRequest("'messages' is required", code="missing_field", param="messages")
         if not isinstance(messages, list):
-            raise MalformedRequest(f"'messages' must be an array, not {_json_type(messages)}", param="messages")
+            raise MalformedRequest(f"'messages' must be an array, not {json_type(messages)}", param="messages")
         if not messages:
             raise MalformedRequest("'messages' must not be empty", param="messages")
         for index, message in enumerate(messages):
-            where = f"messages[{index}]"
             if not isinstance(message, dict):
-                raise MalformedRequest(f"{where} must be an object, not {_json_type(message)}", param=where)
-            role = self._role(message.get("role"), where)
-            if role is Role.USER:
-                self.request.turn_count += 1
-            self._parse_content(message.get("content"), role, index, where)
-            if role is Role.ASSISTANT:
-                self._parse_tool_calls(message.get("tool_calls"), index, where)
+                where = f"messages[{index}]"
+                raise MalformedRequest(f"{where} must be an object, not {json_type(message)}", param=where)
+            yield index, message
+
+    def count_turn(self, role: Role) -> None:
+        if role is Role.USER:
+            self.request.turn_count += 1
 
     def _role(self, value: object, where: str) -> Role:
         if not isinstance(value, str):
@@ -98,7 +94,7 @@ class _Parser:
             return
         if not isinstance(content, list):
             raise MalformedRequest(
-                f"{where}.content must be a string or an array of parts, not {_json_type(content)}",
+                f"{where}.content must be a string or an array of parts, not {json_type(content)}",
                 param=f"{where}.content",
             )
         for part_index, part in enumerate(content):
@@ -109,16 +105,16 @@ class _Parser:
             self._add_text(role, part, index, source)
             return
         if not isinstance(part, dict):
-            raise MalformedRequest(f"{where} must be an object, not {_json_type(part)}", param=where)
+            raise MalformedRequest(f"{where} must be an object, not {json_type(part)}", param=where)
         kind = part.get("type")
         if not isinstance(kind, str):
             raise MalformedRequest(f"{where}.type must be a string", param=f"{where}.type")
-        if kind in _TEXT_PART_TYPES:
+        if kind in TEXT_PART_TYPES:
             text = part.get("text", part.get("refusal"))
             if not isinstance(text, str):
                 raise MalformedRequest(f"{where}.text must be a string", param=f"{where}.text")
             self._add_text(role, text, index, source)
-        elif kind in _IMAGE_PART_TYPES:
+        elif kind in IMAGE_PART_TYPES:
             self._parse_image(part, index, where)
         # Other part types (audio, files) are passed through to the upstream untouched.
 
@@ -163,72 +159,13 @@ class _Parser:
         if tools is None:
             return
         if not isinstance(tools, list):
-            raise MalformedRequest(f"'tools' must be an array, not {_json_type(tools)}", param="tools")
+            raise MalformedRequest(f"'tools' must be an array, not {json_type(tools)}", param="tools")
         for tool_index, tool in enumerate(tools):
             if not isinstance(tool, dict):
                 raise MalformedRequest(f"tools[{tool_index}] must be an object", param=f"tools[{tool_index}]")
             function = tool.get("function")
             name = function.get("name") if isinstance(function, dict) else tool.get("name")
             self.request.tools.append(name if isinstance(name, str) else str(tool.get("type", "tool")))
-
-    # -- Responses API ----------------------------------------------------------------
-    def _parse_responses(self, data: dict[str, Any]) -> None:
-        instructions = data.get("instructions")
-        if instructions is not None:
-            if not isinstance(instructions, str):
-                raise MalformedRequest("'instructions' must be a string", param="instructions")
-            self._add_text(Role.SYSTEM, instructions, -1, "content")
-        items = data.get("input")
-        if items is None:
-            raise MalformedRequest("'input' is required", code="missing_field", param="input")
-        if isinstance(items, str):
-            self.request.turn_count = 1
-            self._add_text(Role.USER, items, 0, "content")
-            return
-        if not isinstance(items, list):
-            raise MalformedRequest(f"'input' must be a string or an array, not {_json_type(items)}", param="input")
-        for index, item in enumerate(items):
-            where = f"input[{index}]"
-            if not isinstance(item, dict):
-                raise MalformedRequest(f"{where} must be an object, not {_json_type(item)}", param=where)
-            kind = item.get("type", "message")
-            if not isinstance(kind, str):
-                raise MalformedRequest(f"{where}.type must be a string", param=f"{where}.type")
-            if kind == "message" or "role" in item:
-                role = self._role(item.get("role"), where)
-                if role is Role.USER:
-                    self.request.turn_count += 1
-                self._parse_content(item.get("content"), role, index, where)
-            elif kind == "function_call":
-                self._add_tool_call(item.get("name"), item.get("arguments"), index)
-            elif kind == "function_call_output":
-                output = item.get("output")
-                if isinstance(output, str):
-                    self._add_text(Role.TOOL, output, index, "tool_result")
-            elif kind in _TEXT_PART_TYPES or kind in _IMAGE_PART_TYPES:
-                self.request.turn_count = max(self.request.turn_count, 1)
-                self._parse_part(item, Role.USER, index, where, "content")
-
-    # -- legacy Completions -----------------------------------------------------------
-    def _parse_prompt(self, data: dict[str, Any]) -> None:
-        prompt = data.get("prompt")
-        if prompt is None:
-            raise MalformedRequest("'prompt' is required", code="missing_field", param="prompt")
-        self.request.turn_count = 1
-        if isinstance(prompt, str):
-            self._add_text(Role.USER, prompt, 0, "content")
-            return
-        if not isinstance(prompt, list):
-            raise MalformedRequest(
-                f"'prompt' must be a string, an array of strings or of token ids, not {_json_type(prompt)}",
-                param="prompt",
-            )
-        for index, item in enumerate(prompt):
-            if isinstance(item, str):
-                self._add_text(Role.USER, item, index, "content")
-            elif isinstance(item, bool) or not isinstance(item, int | list):
-                raise MalformedRequest(f"prompt[{index}] must be a string or token ids", param=f"prompt[{index}]")
-            # Token-id prompts carry no text we can read; they route on the other signals.
 
     def _add_text(self, role: Role, text: str, index: int, source: str) -> None:
         if text:

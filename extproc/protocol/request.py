@@ -1,4 +1,5 @@
-"""The one transport-free request every signal reads, whatever OpenAI API it came from."""
+"""The one transport-free request every signal reads, whatever API format it came from
+(`extproc.protocol.formats` parses each into it)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,6 @@ class ApiKind(StrEnum):
     COMPLETIONS = "completions"
     MESSAGES = "messages"  # Anthropic Messages
 
-
-# The inference paths and the API each speaks: the only definition (settings, the servicer and
-# the parser read it).
-API_PATHS: dict[str, ApiKind] = {
-    "/v1/chat/completions": ApiKind.CHAT,
-    "/v1/responses": ApiKind.RESPONSES,
-    "/v1/completions": ApiKind.COMPLETIONS,
-    "/v1/messages": ApiKind.MESSAGES,
-}
 
 # The token estimate is deliberately cheap and tokenizer-free: ceil(UTF-8 bytes / 4) over every
 # text segment of every role, plus 4 tokens of chat-format overhead per message. Four bytes is
@@ -73,6 +65,9 @@ class RoutingRequest:
     raw: dict[str, Any] = field(default_factory=dict)  # the parsed JSON body, for rewriting
     # Set when the texts are not at hand (a request rebuilt from a decision-log record).
     token_estimate: int | None = None
+    # Read by the request's format (`ApiFormat.parse`), each API naming them its own way:
+    tool_choice: str | None = None  # one word: none / auto / required, or the forced function's name
+    end_user: str | None = None  # OpenAI's `user`, Messages' `metadata.user_id`
 
     def iter_text(self, roles: Collection[Role] | None = None) -> Iterator[TextSegment]:
         """Text segments sent by `roles` (all roles when None), in request order."""
@@ -89,30 +84,6 @@ class RoutingRequest:
         if self.token_estimate is not None:
             return self.token_estimate
         return estimate_tokens(self.texts)
-
-    @property
-    def tool_choice(self) -> str | None:
-        """`tool_choice` as one word: none / auto / required, or the forced function's name."""
-        choice = self.raw.get("tool_choice")
-        if self.api is ApiKind.MESSAGES:
-            return tool_choice_word(choice)
-        if isinstance(choice, str):
-            return choice
-        if isinstance(choice, dict):
-            function = choice.get("function")
-            name = function.get("name") if isinstance(function, dict) else choice.get("name")
-            return str(name) if name else None
-        return None
-
-    @property
-    def end_user(self) -> str | None:
-        """Who the client says the end user is: OpenAI's `user`, Messages' `metadata.user_id`."""
-        if self.api is ApiKind.MESSAGES:
-            metadata = self.raw.get("metadata")
-            value = metadata.get("user_id") if isinstance(metadata, dict) else None
-        else:
-            value = self.raw.get("user")
-        return value if isinstance(value, str) and value else None
 
     @property
     def stores(self) -> bool:

@@ -27,8 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extproc.errors import MalformedRequest
-from extproc.protocol import anthropic, sse
-from extproc.protocol.responses import dumps
+from extproc.protocol import sse
+from extproc.protocol.formats import error_body
+from extproc.protocol.formats import messages as anthropic
+from extproc.protocol.jsonbody import dumps
+from extproc.protocol.request import ApiKind
 
 CHAT_PATH = "/v1/chat/completions"
 _STOP_REASONS = {
@@ -267,7 +270,7 @@ def chat_error_to_anthropic(status: int, body: bytes) -> bytes:
             message = doc["message"]
     if not message:
         message = body.decode("utf-8", "replace")[:500] or f"upstream answered {status}"
-    return dumps(anthropic.error_body(status, message))
+    return dumps(error_body(ApiKind.MESSAGES, status, message))
 
 
 def stream_error(error: dict[str, Any]) -> dict[str, Any]:
@@ -276,7 +279,7 @@ def stream_error(error: dict[str, Any]) -> dict[str, Any]:
     code = error.get("code")
     status = code if isinstance(code, int) and 400 <= code <= 599 else 500
     message = str(error.get("message") or "upstream error")
-    return {"error": anthropic.error_body(status, message)["error"]}
+    return {"error": error_body(ApiKind.MESSAGES, status, message)["error"]}
 
 
 @dataclass(slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from extproc.protocol.request import API_PATHS
+from extproc.protocol.formats import API_PATHS
 from extproc.server import mutations
 from extproc.server.request_phase import RequestPhase
 from extproc.server.stream_state import RequestState

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
-from extproc.protocol.request import API_PATHS
+from extproc.protocol.formats import API_PATHS
 from extproc.server import mutations
 from extproc.server.loop_lag import LoopLag
 from extproc.server.request_phase import RequestPhase

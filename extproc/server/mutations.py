@@ -108,11 +108,11 @@ def route_request_body(
     )
     response = ep.ProcessingResponse(request_body=ep.BodyResponse(response=common))
     if decision:
-        response.dynamic_metadata.CopyFrom(decision_metadata(decision))
+        response.dynamic_metadata.CopyFrom(metadata_struct(decision))
     return response
 
 
-def decision_metadata(decision: Mapping[str, object]) -> struct_pb2.Struct:
+def metadata_struct(decision: Mapping[str, object]) -> struct_pb2.Struct:
     """`{vsr: decision}` as Envoy's dynamic metadata; string values cleaned like header values."""
     cleaned = {
         key: ({k: _clean(str(v)) for k, v in value.items()} if isinstance(value, Mapping) else _clean(str(value)))

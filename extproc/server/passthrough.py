@@ -16,13 +16,14 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from extproc import headers as vsr
-from extproc.errors import error_body
+from extproc.protocol.formats import error_body
+from extproc.protocol.request import ApiKind
 from extproc.server import mutations
 
 if TYPE_CHECKING:
     from extproc.policy.schema import ModelSpec, Policy
 
-# Paths vLLM serves besides the ones the router classifies (protocol.request.API_PATHS).
+# Paths vLLM serves besides the ones the router classifies (protocol.formats.API_PATHS).
 PASSTHROUGH_PATHS = frozenset(
     {
         "/v1/embeddings",
@@ -69,7 +70,7 @@ def answer(policy: Policy, body: bytes) -> Any:
     if model is None:
         if policy.unknown_models == "reject":
             message = f"The model {name!r} does not exist" if name else "The request names no model"
-            error = json.dumps(error_body(message, "invalid_request_error", "model_not_found", "model"))
+            error = json.dumps(error_body(ApiKind.CHAT, 404, message, code="model_not_found", param="model"))
             return mutations.immediate(404, _JSON, error.encode(), details="vsr_passthrough_unknown_model")
         return mutations.continue_request_body()  # the default cluster, as before
     if doc is not None and doc.get("model") != model.target_model:

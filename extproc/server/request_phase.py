@@ -11,7 +11,6 @@ MCP requests go to the tool rules (`response_tools`).
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import time
@@ -20,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from extproc import headers as vsr
-from extproc.errors import RequestError, error_body
+from extproc.errors import SERVER_ERROR
 from extproc.observability.observer import REQUEST_ID
 from extproc.observability.tracing import TRACE_HEADERS
 from extproc.policy.models_list import MODELS_PATH, is_models_path, model_body, models_body
-from extproc.protocol import anthropic
-from extproc.protocol.anthropic import ANTHROPIC_VERSION_HEADER
-from extproc.protocol.request import API_PATHS, ApiKind
+from extproc.protocol.formats import API_PATHS
+from extproc.protocol.formats.messages import ANTHROPIC_VERSION_HEADER
+from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import dumps
-from extproc.server import mutations, passthrough
+from extproc.server import mutations, passthrough, wire
 from extproc.server.passthrough import PASSTHROUGH_PATHS
 
 if TYPE_CHECKING:
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("extproc.server")
 
-MAX_TRACE_CHARS = 4096
 _TRUTHY = ("1", "true", "yes", "on")
 _JSON = {"content-type": "application/json"}
 
@@ -180,9 +178,7 @@ class RequestPhase:
         if outcome.action == "route":
             return self._route(outcome, state, tool_rules, lookup, conversation, at_headers=at_headers)
         self._log(state, outcome.action, outcome.status, outcome.decision)
-        immediate = outcome.immediate_response()
-        headers = {**self._client_headers(outcome, state), **{k.lower(): v for k, v in immediate.headers.items()}}
-        return mutations.immediate(immediate.status, headers, immediate.body, details=f"vsr_{outcome.action}")
+        return _immediate(wire.immediate_response(outcome, debug=state.debug))
 
     def _failed(self, state: RequestState, failure: str, status: int, message: str) -> Any:
         """No outcome (the router not loaded, or it raised): a server error for the client."""
@@ -191,7 +187,7 @@ class RequestPhase:
         observer = self.backends.observer
         if observer is not None:
             observer.failure(failure, request_id=state.request_id, path=state.path)
-        return _error(state, status, message, "server_error", failure)
+        return _immediate(wire.error_answer(_error_api(state), status, message, code=failure, kind=SERVER_ERROR))
 
     async def _follow_and_look_up(
         self, outcome: RoutingOutcome, router: Router, state: RequestState
@@ -229,28 +225,28 @@ class RequestPhase:
         at_headers: bool,
     ) -> Any:
         """Send the request on: routing headers (three messages), the rewritten body and the decision."""
-        upstream_headers = {k.lower(): v for k, v in outcome.request_headers().items()}
-        self._log(state, outcome.action, outcome.status, outcome.decision, upstream_headers)
-        state.client_headers = self._client_headers(outcome, state)
+        routed = wire.route(
+            outcome,
+            debug=state.debug,
+            tool_rules=tool_rules,
+            lookup=lookup,
+            conversation=conversation,
+            at_headers=at_headers,
+        )
+        self._log(state, outcome.action, outcome.status, outcome.decision, routed.upstream_headers)
+        state.client_headers = routed.client_headers
         if at_headers:
-            remove = [h for h in state.stripped if h.lower() not in upstream_headers]
-            return mutations.route_request_headers(upstream_headers, remove)
-        try:
-            new_body = outcome.rewritten_body()
-        except RequestError as exc:  # a Messages feature with no Chat form, for an OpenAI-only model
-            return mutations.immediate(
-                exc.status,
-                state.client_headers,
-                dumps(anthropic.error_body(exc.status, exc.message)),
-                details=exc.code,
-            )
-        metadata = decision_metadata(outcome, state, tool_rules=tool_rules, lookup=lookup, conversation=conversation)
-        return mutations.route_request_body(upstream_headers, new_body, metadata)
+            remove = [h for h in state.stripped if h.lower() not in routed.upstream_headers]
+            return mutations.route_request_headers(routed.upstream_headers, remove)
+        if routed.refusal is not None:
+            return _immediate(routed.refusal)
+        assert routed.body is not None
+        return mutations.route_request_body(routed.upstream_headers, routed.body, routed.metadata)
 
     def _cache_hit(self, outcome: RoutingOutcome, state: RequestState, hit: CacheLookup) -> Any:
         """A stored answer, served as an immediate response: the upstream is never called."""
         self._log(state, "cache_hit", 200, outcome.decision)
-        headers = self._client_headers(outcome, state)
+        headers = wire.client_headers(outcome, wire.trace_of(outcome, state.debug))
         headers[vsr.CACHE] = "hit"
         headers[vsr.CACHE_SIMILARITY] = f"{hit.similarity or 0.0:.3f}"
         headers["content-type"] = hit.content_type
@@ -262,7 +258,8 @@ class RequestPhase:
         """GET /v1/models (and /v1/models/{id}) answered from the policy; never forwarded."""
         router = self.backends.router
         if router is None:
-            return _error(state, 503, "The router is still loading its policy and models.", "server_error", "not_ready")
+            message = "The router is still loading its policy and models."
+            return _immediate(wire.error_answer(_error_api(state), 503, message, code="not_ready", kind=SERVER_ERROR))
         spec = router.policy.spec
         name = state.path[len(MODELS_PATH) + 1 :]
         if not name:
@@ -271,21 +268,9 @@ class RequestPhase:
         found = model_body(spec, name, anthropic=state.anthropic_client)
         if found is None:
             message = f"The model {name!r} does not exist"
-            error = (
-                anthropic.error_body(404, message)
-                if state.anthropic_client
-                else error_body(message, "invalid_request_error", "model_not_found")
-            )
-            return mutations.immediate(404, _JSON, dumps(error), details="vsr_models")
+            answer = wire.error_answer(_error_api(state), 404, message, code="model_not_found")
+            return mutations.immediate(answer.status, answer.headers, answer.body, details="vsr_models")
         return mutations.immediate(200, _JSON, dumps(found), details="vsr_models")
-
-    @staticmethod
-    def _client_headers(outcome: RoutingOutcome, state: RequestState) -> dict[str, str]:
-        """What the client sees: decision, model, matched signals (never the cluster); a trace on request."""
-        headers = {k.lower(): v for k, v in outcome.response_headers().items() if k.lower() != vsr.CLUSTER}
-        if state.debug:
-            headers[vsr.TRACE] = _trace(outcome)
-        return headers
 
     @staticmethod
     def _log(
@@ -317,63 +302,6 @@ class RequestPhase:
         )
 
 
-def decision_metadata(
-    outcome: RoutingOutcome,
-    state: RequestState,
-    *,
-    tool_rules: bool,
-    lookup: CacheLookup | None,
-    conversation: ConversationLookup | None,
-) -> dict[str, object]:
-    """The decision for Envoy's routes (one-message flow): they match `cluster` and echo the rest;
-    `respond` and `observe` turn on the response phases (tool rules, the store phase)."""
-    model = outcome.model
-    metadata: dict[str, object] = {
-        vsr.CLUSTER_KEY: outcome.cluster or "",
-        vsr.DECISION_KEY: outcome.decision or "none",
-        vsr.MODEL_KEY: model.name if model is not None else "none",
-        vsr.SIGNALS_KEY: state.client_headers.get(vsr.SIGNALS, "none"),
-    }
-    if vsr.TRACE in state.client_headers:
-        metadata[vsr.TRACE_KEY] = state.client_headers[vsr.TRACE]
-    if outcome.plugins.set_headers:
-        metadata[vsr.HEADERS_KEY] = dict(outcome.plugins.set_headers)
-    if outcome.reasoning is not None:
-        metadata[vsr.REASONING_KEY] = outcome.reasoning
-    request = outcome.request
-    if request is not None and (request.tools or request.stores) and tool_rules:
-        metadata[vsr.RESPOND_KEY] = "stream" if request.stream else "json"
-        metadata[vsr.API_KEY] = request.api.value
-        if request.stores:
-            metadata[vsr.STORE_KEY] = "true"
-    if request is not None and outcome.translates:  # the answer comes back as Chat: translated back
-        metadata[vsr.RESPOND_KEY] = "stream" if request.stream else "json"
-        metadata[vsr.API_KEY] = ApiKind.CHAT.value
-        metadata[vsr.TRANSLATE_KEY] = "chat"
-    if lookup is not None and lookup.state != "off":
-        metadata[vsr.CACHE_KEY] = lookup.state
-        if lookup.ticket is not None:
-            metadata[vsr.TICKET_KEY] = lookup.ticket
-            metadata[vsr.OBSERVE_KEY] = "1"
-    if conversation is not None and conversation.ticket is not None:
-        metadata[vsr.CONVERSATION_KEY] = conversation.ticket
-        metadata[vsr.OBSERVE_KEY] = "1"
-    if (unknown := outcome.unknown_model_header) is not None:
-        metadata[vsr.UNKNOWN_MODEL_KEY] = unknown
-    if (selection := outcome.selection_header) is not None and model is not None:
-        # The store phase reports the answer's status and time to its first byte to the fleet.
-        metadata[vsr.SELECTION_KEY] = selection
-        metadata[vsr.FLEET_KEY] = fleet_ticket(model.name)
-        metadata[vsr.OBSERVE_KEY] = "1"
-    return metadata
-
-
-def fleet_ticket(model: str) -> str:
-    """What the store phase needs to report an answer to the fleet: the model and when it was sent
-    (wall clock: the store phase may run in another worker process of this host)."""
-    return f"{time.time():.6f} {model}"
-
-
 def canonical_path(raw: str) -> str:
     """The path as an upstream would resolve it: no query, percent-decoded, dot segments and
     repeated or trailing slashes removed. Envoy normalises too (see envoy_config), but the
@@ -383,20 +311,13 @@ def canonical_path(raw: str) -> str:
     return "/" if path in ("", ".") else path
 
 
-def _trace(outcome: RoutingOutcome) -> str:
-    try:
-        text = outcome.trace_header()
-    except Exception:  # a trace must never break routing
-        log.exception("trace_header failed")
-        return "unavailable"
-    return text if len(text) <= MAX_TRACE_CHARS else text[: MAX_TRACE_CHARS - 3] + "..."
+def _immediate(answer: wire.Answer) -> Any:
+    return mutations.immediate(answer.status, answer.headers, answer.body, details=answer.details)
 
 
-def _error(state: RequestState, status: int, message: str, error_type: str, code: str) -> Any:
-    """A server error (no outcome to render) in the shape of the API the path speaks: Anthropic's
-    envelope on /v1/messages (and for an Anthropic client's /v1/models), OpenAI's elsewhere."""
-    if API_PATHS.get(state.path) is ApiKind.MESSAGES or (state.anthropic_client and is_models_path(state.path)):
-        error = anthropic.error_body(status, message)
-    else:
-        error = error_body(message, error_type, code)
-    return mutations.immediate(status, _JSON, json.dumps(error, separators=(",", ":")).encode(), details=code)
+def _error_api(state: RequestState) -> ApiKind:
+    """The API shape of the server's own errors: the path's, or Anthropic's for an Anthropic
+    client's /v1/models (OpenAI's where the path names no API)."""
+    if state.anthropic_client and is_models_path(state.path):
+        return ApiKind.MESSAGES
+    return API_PATHS.get(state.path, ApiKind.CHAT)

@@ -189,14 +189,14 @@ class ResponseTools:
             call = message.tool_call()
         except mcp.McpProblem as problem:
             status = 400 if problem.code in (mcp.PARSE_ERROR, mcp.INVALID_REQUEST) else 200
-            body = mcp.error_body(problem.request_id, problem.code, str(problem))
+            body = mcp.jsonrpc_error(problem.request_id, problem.code, str(problem))
             return mutations.immediate(status, _JSON, body, details="vsr_mcp_invalid")
         metadata: dict[str, object] = {vsr.DECISION_KEY: f"mcp:{message.method}", vsr.SIGNALS_KEY: "none"}
         if call is not None:
             verdict = await self.judge(router, [call], "", state)
             headers = {**_JSON, **verdict.headers()}
             if verdict.action == "block":
-                body = mcp.error_body(message.request_id, mcp.POLICY_DENIED, verdict.message, {"rule": verdict.rule})
+                body = mcp.jsonrpc_error(message.request_id, mcp.POLICY_DENIED, verdict.message, {"rule": verdict.rule})
                 return mutations.immediate(200, headers, body, details="vsr_mcp_denied")
             if verdict.action == "redact":
                 data = message.with_arguments(redact_arguments(call.arguments)[0])
@@ -205,7 +205,7 @@ class ResponseTools:
                 metadata[vsr.DECISION_KEY] = f"mcp:{verdict.rule}"
         server = mcp.server_for(spec, call.name if call is not None else None)
         if server is None:
-            body = mcp.error_body(
+            body = mcp.jsonrpc_error(
                 message.request_id, -32602, f"No MCP server serves tool {call.name if call else ''!r}"
             )
             return mutations.immediate(200, _JSON, body, details="vsr_mcp_no_server")

@@ -14,7 +14,7 @@ from extproc.agents.mcp import (
     PARSE_ERROR,
     McpMessage,
     McpProblem,
-    error_body,
+    jsonrpc_error,
     listed_tools,
     parse_message,
     server_for,
@@ -161,11 +161,11 @@ def test_with_arguments_is_compact_utf8() -> None:
     assert b": " not in out and b", " not in out
 
 
-# -- error_body ----------------------------------------------------------------------------------
+# -- jsonrpc_error ----------------------------------------------------------------------------------
 
 
 def test_error_body_without_data() -> None:
-    out = error_body(7, -32001, "Shell tools are not allowed.")
+    out = jsonrpc_error(7, -32001, "Shell tools are not allowed.")
     assert json.loads(out) == {
         "jsonrpc": "2.0",
         "id": 7,
@@ -174,7 +174,7 @@ def test_error_body_without_data() -> None:
 
 
 def test_error_body_with_data_and_a_null_id() -> None:
-    out = json.loads(error_body(None, PARSE_ERROR, "Parse error", {"rule": "shell_block"}))
+    out = json.loads(jsonrpc_error(None, PARSE_ERROR, "Parse error", {"rule": "shell_block"}))
     assert out == {
         "jsonrpc": "2.0",
         "id": None,
@@ -184,7 +184,7 @@ def test_error_body_with_data_and_a_null_id() -> None:
 
 def test_error_body_of_a_problem_round_trips_the_string_id() -> None:
     problem = McpProblem(INVALID_REQUEST, "Invalid Request", "req-1")
-    out = json.loads(error_body(problem.request_id, problem.code, str(problem)))
+    out = json.loads(jsonrpc_error(problem.request_id, problem.code, str(problem)))
     assert out["id"] == "req-1" and out["error"]["code"] == INVALID_REQUEST
 
 

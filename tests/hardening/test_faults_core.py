@@ -14,6 +14,7 @@ import pytest
 
 from extproc.policy.load import PolicyError
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import Settings
 from extproc.signals.base import SignalStatus
 
@@ -93,7 +94,7 @@ async def test_on_error_reject_answers_503_when_the_signal_fails(router_for: Cal
         outcome = await router.route(chat())
         assert (outcome.action, outcome.status) == ("reject", 503)
         assert outcome.decision == "signal_failure:guard"
-        assert outcome.immediate_response().status == 503
+        assert wire.immediate_response(outcome).status == 503
     finally:
         router.close()
 

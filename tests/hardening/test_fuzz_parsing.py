@@ -41,6 +41,7 @@ from extproc.images import ImageLimits, inspect_image, parse_data_uri
 from extproc.outcome import RoutingOutcome
 from extproc.protocol.openai import parse_request
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import Settings
 from tests.hardening import imagegen as gen
 
@@ -448,17 +449,17 @@ def check_outcome(routing: Router, outcome: RoutingOutcome) -> None:
         assert outcome.model is not None and outcome.model.name in policy_models
         forwarded = json.loads(outcome.rewritten_body())
         assert forwarded["model"] == outcome.model.target_model
-        headers = outcome.request_headers()
+        headers = wire.upstream_headers(outcome)
         assert headers["x-vsr-cluster"] == outcome.model.cluster
     else:
-        reply = outcome.immediate_response()
+        reply = wire.immediate_response(outcome)
         assert reply.status == outcome.status
         if outcome.action == "error":
             assert outcome.error is not None
             check_error(outcome.error)
             assert outcome.status == outcome.error.status
             json.loads(reply.body)
-    for key, value in outcome.response_headers().items():
+    for key, value in wire.client_headers(outcome).items():
         assert key.startswith("x-vsr-") and isinstance(value, str)
     outcome.trace_header()
     json.dumps(outcome.to_dict())

@@ -20,6 +20,7 @@ from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
 from extproc.policy.load import load_policy
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
 
@@ -137,7 +138,7 @@ async def test_seed_scenarios_are_decided_by_the_image(
     image_kind = next(s for s in outcome.signals if s.name == "image_kind")
     assert set(image_kind.labels) == {label}
     if decision == "out_of_domain_image":
-        assert outcome.action == "clarify" and json.loads(outcome.immediate_response().body)["choices"]
+        assert outcome.action == "clarify" and json.loads(wire.immediate_response(outcome).body)["choices"]
 
 
 async def test_text_only_requests_never_reach_the_encoder(vision_router: tuple[Router, ControlledEncoder]) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from extproc.policy.conditions import Tri
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import Settings
 from extproc.signals.base import SignalStatus
 
@@ -123,7 +124,7 @@ async def test_no_capable_model_is_a_clear_400(
     )
     outcome = await router.route(json.dumps(chat_with_images(data_uri(image_bytes()))).encode())
     assert outcome.action == "error" and outcome.status == 400
-    reply = outcome.immediate_response()
+    reply = wire.immediate_response(outcome)
     error = json.loads(reply.body)["error"]
     assert reply.status == 400 and error["code"] == "no_capable_model"
     assert "text_only" in error["message"] and "text-model" in error["message"]
@@ -204,7 +205,7 @@ async def test_on_error_reject_rejects_the_request(make_router: Callable[..., Ro
     outcome = await make_router(body).route(chat())
     assert outcome.action == "reject" and outcome.status == 503
     assert "must" in (outcome.message or "") and "timeout" in (outcome.message or "")
-    assert json.loads(outcome.immediate_response().body)["error"]["code"] == "signal_unavailable"
+    assert json.loads(wire.immediate_response(outcome).body)["error"]["code"] == "signal_unavailable"
 
 
 async def test_request_deadline_bounds_all_signals(make_router: Callable[..., Router]) -> None:
@@ -264,7 +265,7 @@ async def test_client_model_is_honoured_only_when_no_rule_fires(make_router: Cal
 async def test_malformed_request_becomes_an_error_outcome(make_router: Callable[..., Router]) -> None:
     outcome = await make_router(TWO).route(b"{oops")
     assert outcome.action == "error" and outcome.status == 400 and outcome.request is None
-    body = json.loads(outcome.immediate_response().body)
+    body = json.loads(wire.immediate_response(outcome).body)
     assert body["error"]["code"] == "invalid_json"
 
 
@@ -296,7 +297,7 @@ async def test_clarify_is_an_assistant_reply(stream: bool, make_router: Callable
         "  - {name: clarify_it, priority: 1, when: {signal: ask}, action: {type: clarify, message: 'Which one?'}}\n",
     )
     outcome = await make_router(body).route(chat(stream=stream))
-    reply = outcome.immediate_response()
+    reply = wire.immediate_response(outcome)
     assert reply.status == 200 and reply.headers["x-vsr-decision"] == "clarify_it"
     if stream:
         assert reply.headers["content-type"] == "text/event-stream"

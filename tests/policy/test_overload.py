@@ -13,6 +13,7 @@ import pytest
 
 from extproc.models.executor import REQUEST_DEADLINE, HeavyExecutor, Overloaded
 from extproc.router import Router
+from extproc.server import wire
 from extproc.signals.base import SignalStatus
 
 
@@ -60,7 +61,7 @@ async def test_shed_answers_429_with_retry_after(make_router: Callable[..., Rout
     outcome = await make_router(policy(overload="overload: {action: shed, retry_after_s: 7}")).route(chat())
     assert (outcome.action, outcome.status, outcome.code) == ("reject", 429, "overloaded")
     assert outcome.result.shed and outcome.decision == "overloaded:restricted"
-    reply = outcome.immediate_response()
+    reply = wire.immediate_response(outcome)
     assert reply.status == 429 and reply.headers["retry-after"] == "7"
     body = json.loads(reply.body)["error"]
     assert (body["type"], body["code"]) == ("rate_limit_error", "overloaded")

@@ -15,6 +15,7 @@ from extproc.policy.load import PolicyError, PolicyLoader, compile_text
 from extproc.policy.reasoning import BUILTIN_FAMILIES, ReasoningFamily, ReasoningSetting, apply_reasoning
 from extproc.protocol.request import ApiKind
 from extproc.router import Router
+from extproc.server import wire
 from extproc.signals.base import BuildContext
 
 ON = ReasoningSetting(mode="on", effort="high")
@@ -155,18 +156,18 @@ def test_router_writes_reasoning_and_says_so(build_ctx: BuildContext) -> None:
 
     hard = go("prove it", reasoning_effort="low")
     assert json.loads(hard.rewritten_body())["reasoning_effort"] == "high"
-    assert hard.request_headers()["x-vsr-reasoning"] == "on:high" == hard.response_headers()["x-vsr-reasoning"]
+    assert wire.upstream_headers(hard)["x-vsr-reasoning"] == "on:high" == wire.client_headers(hard)["x-vsr-reasoning"]
     assert hard.to_dict()["reasoning"] == "on:high"
     resp = go("prove it", path="/v1/responses")
     assert json.loads(resp.rewritten_body())["reasoning"] == {"effort": "high"}
     hello = go("hello", chat_template_kwargs={"enable_thinking": True})
     assert json.loads(hello.rewritten_body())["chat_template_kwargs"] == {"enable_thinking": False}
-    assert hello.response_headers()["x-vsr-reasoning"] == "off"
+    assert wire.client_headers(hello)["x-vsr-reasoning"] == "off"
     glm = go("glm please")
     assert json.loads(glm.rewritten_body())["extra_body"] == {"thinking": {"enabled": False}}
     kept = go("keep mine", chat_template_kwargs={"enable_thinking": True})
     assert json.loads(kept.rewritten_body())["chat_template_kwargs"] == {"enable_thinking": True}
-    assert kept.response_headers()["x-vsr-reasoning"] == "kept"
+    assert wire.client_headers(kept)["x-vsr-reasoning"] == "kept"
 
 
 def test_policy_without_reasoning_leaves_bodies_and_headers_alone(build_ctx: BuildContext) -> None:
@@ -182,7 +183,7 @@ def test_policy_without_reasoning_leaves_bodies_and_headers_alone(build_ctx: Bui
     }
     outcome = asyncio.run(router.route(json.dumps(body).encode()))
     assert json.loads(outcome.rewritten_body())["chat_template_kwargs"] == {"enable_thinking": True}
-    assert "x-vsr-reasoning" not in outcome.response_headers() and outcome.reasoning is None
+    assert "x-vsr-reasoning" not in wire.client_headers(outcome) and outcome.reasoning is None
 
 
 def test_unknown_family_is_a_policy_error(build_ctx: BuildContext) -> None:
@@ -264,18 +265,20 @@ def test_router_writes_thinking_natively_and_the_familys_fields_when_translated(
     assert not native.translates
     body = json.loads(native.rewritten_body())
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384} and body["max_tokens"] == 16384 + 512
-    assert native.request_headers()["x-vsr-reasoning"] == "on:high" == native.response_headers()["x-vsr-reasoning"]
+    assert (
+        wire.upstream_headers(native)["x-vsr-reasoning"] == "on:high" == wire.client_headers(native)["x-vsr-reasoning"]
+    )
     assert native.to_dict()["reasoning"] == "on:high"
     kept = go("keep mine", thinking={"type": "enabled", "budget_tokens": 2048})
     assert json.loads(kept.rewritten_body())["thinking"] == {"type": "enabled", "budget_tokens": 2048}
-    assert kept.response_headers()["x-vsr-reasoning"] == "kept"
+    assert wire.client_headers(kept)["x-vsr-reasoning"] == "kept"
     # translated to Chat: the family's Chat fields, never a `thinking` field, max_tokens as the client's
     oss = go("oss please", thinking={"type": "enabled", "budget_tokens": 2048})
-    assert oss.translates and oss.response_headers()["x-vsr-reasoning"] == "on:high"
+    assert oss.translates and wire.client_headers(oss)["x-vsr-reasoning"] == "on:high"
     chat = json.loads(oss.rewritten_body())
     assert chat["reasoning_effort"] == "high" and "thinking" not in chat and chat["max_tokens"] == 512
     assert oss.reasoning == "on:high"
     qwen = go("hello")
     chat = json.loads(qwen.rewritten_body())
     assert qwen.translates and chat["chat_template_kwargs"] == {"enable_thinking": False}
-    assert qwen.request_headers()["x-vsr-reasoning"] == "off"
+    assert wire.upstream_headers(qwen)["x-vsr-reasoning"] == "off"

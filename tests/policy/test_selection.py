@@ -17,6 +17,7 @@ from extproc.policy.schema import ModelSpec
 from extproc.policy.selection import ModelState, failover_cluster, select
 from extproc.policy.selection_schema import SelectionSpec
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
 
@@ -221,11 +222,11 @@ async def test_an_unknown_model_is_404_model_not_found_in_the_apis_shape_by_defa
     try:
         chat = json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}).encode()
         outcome = await router.route(chat)
-        reply = outcome.immediate_response()
+        reply = wire.immediate_response(outcome)
         assert (reply.status, json.loads(reply.body)["error"]["code"]) == (404, "model_not_found")
         messages = json.dumps({"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
         outcome = await router.route(messages.encode(), path="/v1/messages")
-        body = json.loads(outcome.immediate_response().body)
+        body = json.loads(wire.immediate_response(outcome).body)
         assert outcome.status == 404 and body["type"] == "error" and body["error"]["type"] == "not_found_error"
         # a policy model's name is known, even when clients may not pick it: routed by the policy
         known = await router.route(chat.replace(b"gpt-4o", b"text-c"))
@@ -241,6 +242,6 @@ async def test_unknown_models_may_be_routed_as_auto_or_with_a_header() -> None:
             body = json.dumps({"model": "gpt-4o\r\n", "messages": [{"role": "user", "content": "hi"}]}).encode()
             outcome = await router.route(body)
             assert outcome.action == "route"
-            assert outcome.response_headers().get("x-vsr-unknown-model") == header
+            assert wire.client_headers(outcome).get("x-vsr-unknown-model") == header
         finally:
             router.close()

@@ -12,7 +12,9 @@ from PIL import Image
 
 from extproc.errors import MalformedRequest, PayloadTooLarge, RequestError
 from extproc.images import ImageLimits
-from extproc.protocol import anthropic, sse
+from extproc.protocol import sse
+from extproc.protocol.formats import error_body
+from extproc.protocol.formats import messages as anthropic
 from extproc.protocol.openai import parse_request
 from extproc.protocol.request import ApiKind, Role
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, rewrite_body
@@ -224,7 +226,7 @@ def test_our_replies_in_messages_shape() -> None:
     ],
 )
 def test_error_envelope(status: int, kind: str) -> None:
-    assert anthropic.error_body(status, "no") == {"type": "error", "error": {"type": kind, "message": "no"}}
+    assert error_body(ApiKind.MESSAGES, status, "no") == {"type": "error", "error": {"type": kind, "message": "no"}}
 
 
 def test_assembled_message_refuses_a_cut_off_or_failed_stream() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from extproc.protocol import anthropic, sse
+from extproc.protocol import sse
+from extproc.protocol.formats import messages as anthropic
 from extproc.protocol.translate import (
     ChatToMessagesStream,
     Untranslatable,

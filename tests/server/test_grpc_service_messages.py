@@ -12,7 +12,8 @@ import pytest
 from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 
-from extproc.protocol import anthropic, sse
+from extproc.protocol import sse
+from extproc.protocol.formats import messages as anthropic
 from tests.server.test_grpc_service import Harness, body_msg, body_only_msg, decision_of, headers_msg, start
 
 MESSAGES = "/v1/messages"

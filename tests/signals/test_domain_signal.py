@@ -26,6 +26,7 @@ from extproc.models.text_embedder import EMBEDDER_MODEL_NAME
 from extproc.policy.load import CompiledPolicy, PolicyError, PolicyLoader, compile_text
 from extproc.protocol.openai import parse_request
 from extproc.router import Router
+from extproc.server import wire
 from extproc.settings import EmbedderSettings
 from extproc.signals.base import BuildContext, Evaluation, SignalContext, SignalStatus, SignalUnavailable
 from extproc.signals.domain import (
@@ -283,7 +284,7 @@ def test_policy_routes_on_subject_and_writes_reasoning(ctx: BuildContext, embedd
     assert math.decision == "math" and math.model.name == "thinker"
     body = json.loads(math.rewritten_body())
     assert body["chat_template_kwargs"] == {"enable_thinking": True}
-    assert math.response_headers()["x-vsr-reasoning"] == "on"
+    assert wire.client_headers(math)["x-vsr-reasoning"] == "on"
     greeting = go("a contract question")
     assert greeting.decision == "general" and greeting.reasoning == "none"  # general has no family
     subject = {s.name: s for s in greeting.signals}["subject"]

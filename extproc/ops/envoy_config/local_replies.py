@@ -18,12 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from extproc.errors import error_body as openai_error_body
 from extproc.headers import SERVER_DETAILS_PREFIX
 from extproc.ops.envoy_config.messages import quiet_library_imports, typed
 from extproc.ops.envoy_config.options import DECISION_NAMESPACE, INFERENCE_PATH_REGEX
-from extproc.protocol import anthropic
-from extproc.protocol.request import API_PATHS, ApiKind
+from extproc.protocol.formats import FORMATS, error_body
+from extproc.protocol.request import ApiKind
 
 with quiet_library_imports():
     from envoy_data_plane.envoy.config.accesslog.v3 import (
@@ -50,8 +49,13 @@ with quiet_library_imports():
     )
     from envoy_data_plane.google.protobuf import Struct
 
-MESSAGES_PATHS = tuple(path for path, api in API_PATHS.items() if api is ApiKind.MESSAGES)
-MESSAGES_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in MESSAGES_PATHS) + ")/*$"
+
+def paths_regex(paths: tuple[str, ...]) -> str:
+    return "^(" + "|".join(re.escape(p) for p in paths) + ")/*$"
+
+
+MESSAGES_PATHS = FORMATS[ApiKind.MESSAGES].paths
+MESSAGES_PATH_REGEX = paths_regex(MESSAGES_PATHS)
 
 
 # Envoy's local replies by status: the client's message and OpenAI's (type, code). A status not
@@ -85,9 +89,7 @@ def reply_body(api: ApiKind, status: int | None) -> dict[str, Any]:
     """The error JSON a client of `api` gets for Envoy's local reply with `status` (None: any other)."""
     ours, error_type, code = ENVOY_REPLIES.get(status, ENVOY_REPLIES[None])
     message = f"{ours} {ENVOY_TEXT}"
-    if api is ApiKind.MESSAGES:
-        return anthropic.error_body(status or 500, message)
-    return openai_error_body(message, error_type, code)
+    return error_body(api, status or 500, message, code=code, kind=error_type)
 
 
 def _path_filter(regex: str) -> AccessLogFilter:
@@ -136,9 +138,7 @@ def _undecided(on_path: AccessLogFilter) -> AccessLogFilter:
 
 def undecided_body(api: ApiKind) -> dict[str, Any]:
     message = "An inference request needs a JSON body to route."
-    if api is ApiKind.MESSAGES:
-        return anthropic.error_body(400, message)
-    return openai_error_body(message, "invalid_request_error", "body_required")
+    return error_body(api, 400, message, code="body_required", kind="invalid_request_error")
 
 
 def _json(body: dict[str, Any]) -> SubstitutionFormatString:
@@ -149,7 +149,9 @@ def local_reply() -> LocalReplyConfig:
     """The connection manager's local reply mappers: first match wins, so the Messages path's come
     before those of every other inference path (which speak OpenAI)."""
     mappers = []
-    apis = [(ApiKind.MESSAGES, MESSAGES_PATH_REGEX), (ApiKind.CHAT, INFERENCE_PATH_REGEX)]
+    # Each format whose error envelope is not OpenAI's on its own paths, then OpenAI's on them all.
+    own = [(f.kind, paths_regex(f.paths)) for f in FORMATS.values() if f.error_family != "openai"]
+    apis = [*own, (ApiKind.CHAT, INFERENCE_PATH_REGEX)]
     for api, regex in apis:
         on_path = _path_filter(regex)
         mappers.append(

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from extproc import headers as vsr
 from extproc.headers import CLIENT_NAMESPACE as CLIENT_NAMESPACE  # the wire contract: one definition
 from extproc.headers import DECISION_NAMESPACE as DECISION_NAMESPACE
-from extproc.protocol.request import API_PATHS
+from extproc.protocol.formats import API_PATHS
 from extproc.settings import DispatchSettings
 
 CLUSTER_HEADER = vsr.CLUSTER
@@ -28,7 +28,7 @@ DEMO_ERROR_HEADER = "x-demo-error"  # scripts a demo upstream failure; removed t
 DEMO_HEADERS = [DEMO_REPLY_HEADER, DEMO_ERROR_HEADER]
 MiB = 1024 * 1024
 UPSTREAM_HEALTH_PATH = "/health"  # vLLM's health endpoint: 200 once the engine serves
-# The inference paths (as `protocol.request.API_PATHS`), with any trailing slashes: after Envoy's
+# The inference paths (as `protocol.formats.API_PATHS`), with any trailing slashes: after Envoy's
 # own path normalisation these are every spelling an upstream would serve as an inference call.
 INFERENCE_PATH_REGEX = "^(" + "|".join(re.escape(p) for p in API_PATHS) + ")/*$"
 Flow = Literal["one_message", "three_messages"]

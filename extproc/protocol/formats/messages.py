@@ -1,7 +1,8 @@
 """Anthropic Messages (`POST /v1/messages`): the request parsed into the one RoutingRequest, and
 what the router answers itself in Anthropic's shapes (errors, a clarifying message, its SSE).
+The translation to and from Chat Completions is `extproc.protocol.translate`.
 
-Parsing follows the OpenAI parser's rules (`protocol.openai_parser._Parser`: typed errors, the same
+Parsing follows the OpenAI parser's rules (`protocol.openai_parser.OpenAIParser`: typed errors, the same
 image checks, the same token estimate), with Messages' own content blocks:
 
 - `system`: a string or text blocks -> system text;
@@ -22,34 +23,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
-from extproc.errors import MalformedRequest, PayloadTooLarge
-from extproc.images import RemoteImage, inspect_image, parse_data_uri
+from extproc.errors import MalformedRequest, PayloadTooLarge, error_type
+from extproc.images import ImageLimits, RemoteImage, inspect_image, parse_data_uri
+from extproc.protocol.formats.base import ApiFormat, SystemPromptMode
 from extproc.protocol.jsonbody import dumps
-from extproc.protocol.openai_parser import _json_type, _Parser
-from extproc.protocol.request import Role
+from extproc.protocol.openai_parser import OpenAIParser, json_type
+from extproc.protocol.request import ApiKind, Role, RoutingRequest, tool_choice_word
 
 ANTHROPIC_VERSION_HEADER = "anthropic-version"
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
 _IGNORED_BLOCKS = frozenset({"thinking", "redacted_thinking", "server_tool_use", "web_search_tool_result"})
 _TOOL_CHOICES = frozenset({"auto", "any", "tool", "none"})
 
-# Anthropic's error types by HTTP status (https://docs.anthropic.com/en/api/errors).
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    503: "overloaded_error",  # not one of Anthropic's own; what an OpenAI server answers when it is overloaded
-    529: "overloaded_error",
-}
 
-
-class MessagesParser(_Parser):
+class MessagesParser(OpenAIParser):
     """The Messages body: system, messages of blocks, tools, tool_choice, thinking, metadata."""
 
     def parse_api(self, data: dict[str, Any]) -> None:
@@ -63,18 +52,9 @@ class MessagesParser(_Parser):
             raise MalformedRequest("metadata.user_id must be a string", param="metadata.user_id")
         max_tokens = data.get("max_tokens")
         if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
-            raise MalformedRequest(f"'max_tokens' must be an integer, not {_json_type(max_tokens)}", param="max_tokens")
-        messages = data.get("messages")
-        if messages is None:
-            raise MalformedRequest("'messages' is required", code="missing_field", param="messages")
-        if not isinstance(messages, list):
-            raise MalformedRequest(f"'messages' must be an array, not {_json_type(messages)}", param="messages")
-        if not messages:
-            raise MalformedRequest("'messages' must not be empty", param="messages")
-        for index, message in enumerate(messages):
+            raise MalformedRequest(f"'max_tokens' must be an integer, not {json_type(max_tokens)}", param="max_tokens")
+        for index, message in self.message_list(data):
             where = f"messages[{index}]"
-            if not isinstance(message, dict):
-                raise MalformedRequest(f"{where} must be an object, not {_json_type(message)}", param=where)
             value = message.get("role")
             role = _ROLES.get(value) if isinstance(value, str) else None
             if role is None:
@@ -86,7 +66,7 @@ class MessagesParser(_Parser):
     @staticmethod
     def _check_object(name: str, value: object) -> None:
         if value is not None and not isinstance(value, dict):
-            raise MalformedRequest(f"'{name}' must be an object, not {_json_type(value)}", param=name)
+            raise MalformedRequest(f"'{name}' must be an object, not {json_type(value)}", param=name)
 
     def _parse_system(self, system: object) -> None:
         if system is None:
@@ -95,9 +75,7 @@ class MessagesParser(_Parser):
             self._add_text(Role.SYSTEM, system, -1, "content")
             return
         if not isinstance(system, list):
-            raise MalformedRequest(
-                f"'system' must be a string or text blocks, not {_json_type(system)}", param="system"
-            )
+            raise MalformedRequest(f"'system' must be a string or text blocks, not {json_type(system)}", param="system")
         for position, block in enumerate(system):
             where = f"system[{position}]"
             if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
@@ -122,7 +100,7 @@ class MessagesParser(_Parser):
             return
         if not isinstance(content, list):
             raise MalformedRequest(
-                f"{where}.content must be a string or an array of blocks, not {_json_type(content)}",
+                f"{where}.content must be a string or an array of blocks, not {json_type(content)}",
                 param=f"{where}.content",
             )
         user_turn = False
@@ -135,7 +113,7 @@ class MessagesParser(_Parser):
     def _block(self, block: object, role: Role, index: int, where: str, source: str) -> str:
         """Read one content block; returns its type."""
         if not isinstance(block, dict):
-            raise MalformedRequest(f"{where} must be an object, not {_json_type(block)}", param=where)
+            raise MalformedRequest(f"{where} must be an object, not {json_type(block)}", param=where)
         kind = block.get("type")
         if not isinstance(kind, str):
             raise MalformedRequest(f"{where}.type must be a string", param=f"{where}.type")
@@ -233,19 +211,60 @@ def with_system_prompt(raw: dict[str, Any], content: str, mode: str) -> str | li
 # -- what the router answers itself -----------------------------------------------------------
 
 
-def error_type_for(status: int) -> str:
-    if status in _ERROR_TYPES:
-        return _ERROR_TYPES[status]
-    return "api_error" if status >= 500 else "invalid_request_error"
-
-
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """Anthropic's error envelope: {"type": "error", "error": {"type", "message"}}."""
-    return {"type": "error", "error": {"type": error_type_for(status), "message": message}}
-
-
 def message_id() -> str:
     return f"msg-vsr-{uuid.uuid4().hex[:24]}"
+
+
+class MessagesFormat(ApiFormat):
+    """Anthropic Messages; sent as Chat Completions to a model that speaks only OpenAI
+    (`protocol.translate`)."""
+
+    kind: ClassVar[ApiKind] = ApiKind.MESSAGES
+    paths: ClassVar[tuple[str, ...]] = ("/v1/messages",)
+    error_family = "anthropic"
+    id_prefix: ClassVar[str] = "msg"
+    translated_to: ClassVar[ApiKind | None] = ApiKind.CHAT
+
+    def read(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:
+        return MessagesParser(data, self.kind, limits).parse()
+
+    def error_envelope(
+        self, status: int, message: str, *, code: str | None = None, param: str | None = None, kind: str | None = None
+    ) -> dict[str, Any]:
+        """Anthropic's envelope: {"type": "error", "error": {"type", "message"}}, typed by status
+        (`kind` is an OpenAI type, which this envelope does not use)."""
+        return {"type": "error", "error": {"type": error_type(status, "anthropic"), "message": message}}
+
+    def reply(self, model: str, text: str, reply_id: str, created: int) -> dict[str, Any]:
+        return assistant_message(model, text, reply_id=reply_id)
+
+    def reply_events(self, model: str, text: str, reply_id: str, created: int) -> list[tuple[str | None, Any]]:
+        """message_start, one text block, message_delta, message_stop."""
+        started = {**assistant_message(model, text, reply_id=reply_id), "content": [], "stop_reason": None}
+        stop = {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 0}}
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"message": started}),
+            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ("content_block_stop", {"index": 0}),
+            ("message_delta", stop),
+            ("message_stop", {}),
+        ]
+        return [(name, {"type": name, **data}) for name, data in events]
+
+    def insert_system_prompt(
+        self, body: dict[str, Any], raw: dict[str, Any], content: str, mode: SystemPromptMode
+    ) -> str | None:
+        body["system"] = with_system_prompt(raw, content, mode)
+        return None
+
+    def tool_choice(self, raw: dict[str, Any]) -> str | None:
+        return tool_choice_word(raw.get("tool_choice"))
+
+    def end_user(self, raw: dict[str, Any]) -> str | None:
+        metadata = raw.get("metadata")
+        value = metadata.get("user_id") if isinstance(metadata, dict) else None
+        return value if isinstance(value, str) and value else None
 
 
 def assistant_message(model: str, text: str, *, reply_id: str | None = None) -> dict[str, Any]:
@@ -265,24 +284,6 @@ def assistant_message(model: str, text: str, *, reply_id: str | None = None) -> 
 def sse_event(name: str, data: dict[str, Any]) -> bytes:
     """One Messages SSE event: its type on the `event:` line and in the data."""
     return b"event: " + name.encode() + b"\ndata: " + dumps({"type": name, **data}) + b"\n\n"
-
-
-def assistant_message_stream(model: str, text: str, *, reply_id: str | None = None) -> bytes:
-    """The same message as Messages SSE: message_start, one text block, message_delta, message_stop."""
-    started = {**assistant_message(model, text, reply_id=reply_id), "content": [], "stop_reason": None}
-    return b"".join(
-        [
-            sse_event("message_start", {"message": started}),
-            sse_event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-            sse_event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
-            sse_event("content_block_stop", {"index": 0}),
-            sse_event(
-                "message_delta",
-                {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 0}},
-            ),
-            sse_event("message_stop", {}),
-        ]
-    )
 
 
 def assembled_message(events: list[tuple[str | None, str]]) -> dict[str, Any] | None:
