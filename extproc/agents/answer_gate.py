@@ -15,12 +15,12 @@ and judged on the message their events assemble, as Responses streams are).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from extproc.agents.tool_calls import ToolCall, Verdict, redact_arguments
-from extproc.protocol.answers import LEGACY_CALL, StreamReader, arguments_text, read_json
+from extproc.protocol.answers import LEGACY_CALL, StreamReader, read_json
+from extproc.protocol.formats import format_for
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -42,37 +42,21 @@ def apply_to_json(api: ApiKind, doc: dict[str, Any], verdict: Verdict) -> bytes 
         return dumps(refusal(api, verdict, model))
     if verdict.action != "redact":
         return None
-    if api is ApiKind.MESSAGES:
-        for block in doc.get("content") or []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                masked = redact_arguments(arguments_text(block.get("input")))[0]
-                try:
-                    block["input"] = json.loads(masked)
-                except ValueError:
-                    block["input"] = {"_arguments": masked}
-    elif api is ApiKind.RESPONSES:
-        for item in doc.get("output") or []:
-            if isinstance(item, dict) and item.get("type") == "function_call":
-                item["arguments"] = redact_arguments(arguments_text(item.get("arguments")))[0]
-    else:
-        for choice in doc.get("choices") or []:
-            message = choice.get("message") if isinstance(choice, dict) else None
-            legacy = (message or {}).get("function_call")
-            if isinstance(legacy, dict):
-                legacy["arguments"] = redact_arguments(arguments_text(legacy.get("arguments")))[0]
-            for call in (message or {}).get("tool_calls") or []:
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict):
-                    function["arguments"] = redact_arguments(arguments_text(function.get("arguments")))[0]
+    format_for(api).redact_calls(doc, _mask)
     return dumps(doc)
+
+
+def _mask(arguments: str) -> str:
+    return redact_arguments(arguments)[0]
 
 
 # -- streams -----------------------------------------------------------------------------------
 
 
-# Streams held whole and judged on the finished answer (their tool-call events cannot be rewritten
-# one by one safely); a redact rule blocks there.
-_HELD_WHOLE = frozenset({ApiKind.RESPONSES, ApiKind.MESSAGES})
+def _held_whole(api: ApiKind) -> bool:
+    """Streams not read delta by delta are held whole and judged on the finished answer (their
+    tool-call events cannot be rewritten one by one safely); a redact rule blocks there."""
+    return format_for(api).stream_style != "deltas"
 
 
 @dataclass(slots=True)
@@ -90,7 +74,7 @@ class StreamGate:
 
     def __post_init__(self) -> None:
         self._reader = StreamReader(self.api)
-        if self.api in _HELD_WHOLE:  # held whole: judged on the completed response / message
+        if _held_whole(self.api):  # held whole: judged on the completed response / message
             self._holding = True
 
     def feed(self, chunk: bytes, end: bool) -> bytes:
@@ -113,7 +97,7 @@ class StreamGate:
 
     def calls(self) -> tuple[list[ToolCall], str]:
         answer = self._reader.answer()
-        if self.api in _HELD_WHOLE:  # judged on the finished response or message, as a JSON answer is
+        if _held_whole(self.api):  # judged on the finished response or message, as a JSON answer is
             return answer.tool_calls(), "\n".join(answer.every_text())
         return answer.tool_calls(), "".join(answer.texts())
 
@@ -124,7 +108,7 @@ class StreamGate:
         if verdict.action in ("none", "allow", "annotate"):
             return held
         model = self._reader.answer().model or f"vsr/{verdict.rule}"
-        if self.api in _HELD_WHOLE:  # nothing was passed on yet: a whole refusal stream
+        if _held_whole(self.api):  # nothing was passed on yet: a whole refusal stream
             return assistant_reply_stream(self.api, model, verdict.message)
         if verdict.action == "block":  # the stream so far carried no tool call: end it with the refusal
             return self._finish(model, {"content": verdict.message}, "stop")

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 
 from extproc.protocol.answers import Answer, read_json, read_stream
+from extproc.protocol.formats import format_for
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, dumps
 
@@ -61,30 +62,11 @@ def _not_ours(answer: Answer) -> str:
 
 
 def _complete_text(api: ApiKind, answer: Answer) -> str:
-    """The text of a complete, text-only answer (checked in this order: the first failure names
-    the refusal)."""
-    if api is ApiKind.MESSAGES:
-        if answer.finish_reason != "end_turn":
-            raise NotStorable("finish_reason")
-        for output in answer.outputs:
-            if output.kind == "tool_call":
-                raise NotStorable("tool_call")
-            if output.kind == "other":
-                raise NotStorable("no_output")
-    elif api is ApiKind.RESPONSES:
-        if answer.finish_reason != "completed":
-            raise NotStorable("incomplete")
-        if not answer.outputs:
-            raise NotStorable("no_output")
-        if any(output.kind != "text" for output in answer.outputs):
-            raise NotStorable("tool_call")  # only message items: calls, reasoning and the rest are not stored
-    else:
-        if answer.choices != 1:
-            raise NotStorable("choices")
-        if answer.finish_reason != "stop":
-            raise NotStorable("finish_reason")
-        if answer.names_tool_calls:
-            raise NotStorable("tool_call")
+    """The text of a complete, text-only answer (the format's rules first: the first failure
+    names the refusal)."""
+    refusal = format_for(api).storable_refusal(answer)
+    if refusal is not None:
+        raise NotStorable(refusal)
     texts = answer.texts()
     if not texts:
         raise NotStorable("no_output")
@@ -92,34 +74,29 @@ def _complete_text(api: ApiKind, answer: Answer) -> str:
 
 
 def _from_stream(api: ApiKind, body: bytes) -> StoredAnswer:
+    fmt = format_for(api)
     answer = read_stream(api, body)
-    if api is ApiKind.RESPONSES:
-        if not answer.complete:
-            raise NotStorable("incomplete")
-        text = _complete_text(api, answer)
-        return StoredAnswer(text, dumps(answer.source or {}), _not_ours(answer), answer.completion_tokens)
     if not answer.complete:
         raise NotStorable("incomplete")
-    if api is ApiKind.MESSAGES:
+    if fmt.stream_style == "final_response":  # the final response is the answer's JSON, stored as it came
+        text = _complete_text(api, answer)
+        return StoredAnswer(text, dumps(answer.source or {}), _not_ours(answer), answer.completion_tokens)
+    if fmt.stream_style == "assembled_message":
         text = _complete_text(api, answer)
         model = _not_ours(answer)
-        tokens = answer.completion_tokens
-        stored = assistant_reply(api, model, text)
-        stored["id"] = stored["id"].replace("-vsr-", "-cache-")
-        stored["usage"] = {"input_tokens": 0, "output_tokens": tokens}
-        return StoredAnswer(text=text, body=dumps(stored), model=model, completion_tokens=tokens)
-    if answer.unreadable:
-        raise NotStorable("not_json")
-    model = _not_ours(answer)
-    if answer.choices > 1:
-        raise NotStorable("choices")
-    if answer.names_tool_calls:
-        raise NotStorable("tool_call")
-    if answer.finish_reason != "stop":
-        raise NotStorable("finish_reason")
-    text = "".join(answer.texts())
+    else:  # choice deltas, reassembled
+        if answer.unreadable:
+            raise NotStorable("not_json")
+        model = _not_ours(answer)
+        if answer.choices > 1:
+            raise NotStorable("choices")
+        if answer.names_tool_calls:
+            raise NotStorable("tool_call")
+        if answer.finish_reason != "stop":
+            raise NotStorable("finish_reason")
+        text = "".join(answer.texts())
     tokens = answer.completion_tokens
-    full = assistant_reply(api, model, text)
-    full["id"] = full["id"].replace("-vsr-", "-cache-")
-    full["usage"] = {"completion_tokens": tokens, "prompt_tokens": 0, "total_tokens": tokens}
-    return StoredAnswer(text=text, body=dumps(full), model=model, completion_tokens=tokens)
+    stored = assistant_reply(api, model, text)
+    stored["id"] = stored["id"].replace("-vsr-", "-cache-")
+    stored["usage"] = fmt.usage(tokens)
+    return StoredAnswer(text=text, body=dumps(stored), model=model, completion_tokens=tokens)

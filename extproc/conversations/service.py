@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from extproc.conversations.store import ConversationStore
 from extproc.protocol import sse
-from extproc.protocol.request import ApiKind
+from extproc.protocol.formats import format_for
 
 if TYPE_CHECKING:
     from extproc.outcome import RoutingOutcome
@@ -122,12 +122,13 @@ class Conversations:
         session = session if spec.session_header and session else None
         scope = tenant_scope(tenant)
         keys: list[tuple[str, str]] = []
-        previous = request.raw.get("previous_response_id") if request.api is ApiKind.RESPONSES else None
-        if isinstance(previous, str) and previous:
+        api_format = format_for(request.api)
+        previous = api_format.previous_response_id(request.raw)
+        if previous is not None:
             keys.append(("previous_response", response_key(scope, previous)))
         if session is not None:
             keys.append(("session", session_key(scope, session)))
-        learns_responses = request.api is ApiKind.RESPONSES and request.raw.get("store") is not False
+        learns_responses = api_format.keeps_exchange(request.raw)
         if not keys and not learns_responses:
             return ConversationLookup("off")
         lookup = ConversationLookup("new", "no_key" if not keys else "not_found")
@@ -321,14 +322,14 @@ def explained(outcome: RoutingOutcome, policy: Policy, store: str | None) -> dic
     request = outcome.request
     if not spec.enabled or outcome.action != "route" or request is None:
         return None
-    previous = request.raw.get("previous_response_id") if request.api is ApiKind.RESPONSES else None
+    api_format = format_for(request.api)
     return {
         "state": "not_looked_up",
         "reason": "explain has no tenant",
-        "key": "previous_response" if isinstance(previous, str) and previous else None,
+        "key": "previous_response" if api_format.previous_response_id(request.raw) is not None else None,
         "session_header": spec.session_header,
         "sticky": policy.sticky(outcome.decision),
-        "learns": request.api is ApiKind.RESPONSES and request.raw.get("store") is not False,
+        "learns": api_format.keeps_exchange(request.raw),
         "ttl_s": spec.ttl_s,
         "store": store,
     }

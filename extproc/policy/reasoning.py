@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from extproc.protocol.formats import format_for
 from extproc.protocol.request import ApiKind
 
 Effort = Literal["low", "medium", "high"]
@@ -84,7 +85,7 @@ class ReasoningFamily(BaseModel):
     thinking: ThinkingBudgets | None = Field(default_factory=ThinkingBudgets)
 
     def effort_path(self, api: ApiKind) -> str | None:
-        if api is ApiKind.RESPONSES:
+        if format_for(api).reasoning_fields == "responses":
             return self.responses_effort or self.effort
         return self.effort
 
@@ -137,7 +138,7 @@ def apply_reasoning(body: dict[str, Any], api: ApiKind, setting: ReasoningSettin
     Returns the `x-vsr-reasoning` header value: what was sent."""
     if setting.mode == "keep":
         return "kept"
-    if api is ApiKind.MESSAGES and family.thinking is not None:
+    if format_for(api).reasoning_fields == "thinking" and family.thinking is not None:
         return _write_thinking(body, setting, family, family.thinking)
     effort_path = family.effort_path(api)
     if family.switch is None and effort_path is None:

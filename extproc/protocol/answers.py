@@ -1,7 +1,12 @@
-"""Upstream answers read in one place: their text, tool calls, finish reason, model and usage,
-in each API's shapes (Chat Completions, Completions, Responses, Anthropic Messages), from a JSON
-body (`read_json`) or an SSE stream (`StreamReader`, fed chunk by chunk; `read_stream` for a
-whole body).
+"""Upstream answers read in one place, from a JSON body (`read_json`) or an SSE stream
+(`StreamReader`, fed chunk by chunk; `read_stream` for a whole body), into one `Answer`
+(`extproc.protocol.answer`). Each format reads its own shapes (`read_answer`, and for a stream of
+choice deltas `stream_choice`); how its stream is read is the format's `stream_style`:
+
+- `deltas` (Chat Completions, Completions): read delta by delta, each choice's text and tool-call
+  pieces as they come; complete when `[DONE]` is the last event;
+- `final_response` (Responses): read from the last event that carries the finished `response`;
+- `assembled_message` (Anthropic Messages): read from the message its events assemble.
 
 An answer reads as its outputs in order: a Chat choice's content and tool calls, a Messages
 content block, a Responses output item. What to make of them is the caller's: the semantic cache
@@ -15,92 +20,22 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from extproc.protocol import sse
+from extproc.protocol.answer import LEGACY_CALL as LEGACY_CALL
+from extproc.protocol.answer import Answer as Answer
+from extproc.protocol.answer import Output as Output
+from extproc.protocol.answer import ToolCall as ToolCall
+from extproc.protocol.answer import arguments_text as arguments_text
+from extproc.protocol.answer import completion_tokens, text_of
+from extproc.protocol.formats import format_for
+from extproc.protocol.formats.base import ApiFormat
 from extproc.protocol.formats.messages import assembled_message
 from extproc.protocol.request import ApiKind
 
-OutputKind = Literal["text", "tool_call", "reasoning", "other"]
 # Responses stream events that carry the finished (or given-up) response.
 _FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-LEGACY_CALL = -1  # a Chat stream's deprecated `function_call` (one per choice), beside indexed tool calls
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    name: str
-    arguments: str  # as the model or client sent them: usually a JSON object's text
-    call_id: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Output:
-    """One piece of an answer: text (a message's content parts), a tool call, the model's
-    reasoning, or anything else (an unknown block or item, which a store must not take as text)."""
-
-    kind: OutputKind
-    texts: tuple[str, ...] = ()
-    call: ToolCall | None = None
-
-
-@dataclass(slots=True)
-class Answer:
-    outputs: list[Output] = field(default_factory=list)
-    # Why it stopped: a Chat/Completions choice's `finish_reason` (the first choice's; a stream's
-    # last one given), a Responses `status`, a Messages `stop_reason`.
-    finish_reason: str | None = None
-    model: str = ""
-    answer_id: str = ""
-    completion_tokens: int = 0
-    choices: int = 1  # Chat/Completions: how many choices (a stream: the highest index + 1)
-    # Chat: a `tool_calls` or `function_call` field is set (well-formed or not).
-    names_tool_calls: bool = False
-    # A stream ended as its API ends one (`[DONE]` last, `response.completed`, `message_stop`
-    # with nothing unreadable before it); a JSON body always is.
-    complete: bool = True
-    # A stream event whose data is not a JSON object (a Chat stream: nor its one last `[DONE]`).
-    unreadable: bool = False
-    # The JSON object it was read from: the body, a Responses stream's final `response`, the
-    # message a Messages stream assembled (None for a Chat or Completions stream).
-    source: dict[str, Any] | None = None
-
-    def texts(self) -> list[str]:
-        """The answer's own text, in order: what a text-only answer consists of."""
-        return [text for output in self.outputs if output.kind == "text" for text in output.texts]
-
-    def every_text(self) -> list[str]:
-        """All the text it carries, reasoning and unknown parts included (what a judge reads)."""
-        return [text for output in self.outputs for text in output.texts]
-
-    def tool_calls(self) -> list[ToolCall]:
-        return [output.call for output in self.outputs if output.call is not None]
-
-
-def arguments_text(arguments: Any) -> str:
-    """A call's arguments as text: a string as it came, anything else as JSON."""
-    if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""
-
-
-def completion_tokens(doc: dict[str, Any]) -> int:
-    """The answer's output tokens from its `usage` (0 when not given)."""
-    usage = doc.get("usage")
-    if isinstance(usage, dict):
-        for key in ("completion_tokens", "output_tokens"):
-            value = usage.get(key)
-            if isinstance(value, int) and value >= 0:
-                return value
-    return 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-# -- JSON bodies -------------------------------------------------------------------------------
 
 
 def read_json(api: ApiKind, doc: Any) -> Answer:
@@ -108,81 +43,13 @@ def read_json(api: ApiKind, doc: Any) -> Answer:
     if not isinstance(doc, dict):
         return Answer(choices=0)
     answer = Answer(
-        model=_str(doc.get("model")),
-        answer_id=_str(doc.get("id")),
+        model=text_of(doc.get("model")),
+        answer_id=text_of(doc.get("id")),
         completion_tokens=completion_tokens(doc),
         source=doc,
     )
-    if api is ApiKind.MESSAGES:
-        answer.finish_reason = doc.get("stop_reason") if isinstance(doc.get("stop_reason"), str) else None
-        blocks = doc.get("content")
-        answer.outputs = [_block(block) for block in blocks] if isinstance(blocks, list) else []
-    elif api is ApiKind.RESPONSES:
-        answer.finish_reason = doc.get("status") if isinstance(doc.get("status"), str) else None
-        items = doc.get("output")
-        answer.outputs = [_item(item) for item in items] if isinstance(items, list) else []
-    else:
-        _read_choices(api, doc.get("choices"), answer)
+    format_for(api).read_answer(doc, answer)
     return answer
-
-
-def _block(block: Any) -> Output:
-    """A Messages content block: tool_use blocks are the calls, their `input` the arguments."""
-    kind = block.get("type") if isinstance(block, dict) else None
-    if kind == "tool_use":
-        call = ToolCall(str(block.get("name") or ""), arguments_text(block.get("input")), str(block.get("id") or ""))
-        return Output("tool_call", call=call)
-    if kind == "text" and isinstance(block.get("text"), str):
-        return Output("text", (block["text"],))
-    return Output("reasoning" if kind in _REASONING_BLOCKS else "other")
-
-
-def _item(item: Any) -> Output:
-    """A Responses output item; its content parts' texts (a message's `output_text` parts)."""
-    if not isinstance(item, dict):
-        return Output("other")
-    kind = item.get("type")
-    parts = [p for p in item.get("content") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    if kind == "function_call":
-        arguments = arguments_text(item.get("arguments"))
-        return Output(
-            "tool_call", call=ToolCall(str(item.get("name") or ""), arguments, str(item.get("call_id") or ""))
-        )
-    if kind == "message":
-        return Output("text", tuple(p["text"] for p in parts if p.get("type") == "output_text"))
-    return Output("reasoning" if kind == "reasoning" else "other", tuple(p["text"] for p in parts))
-
-
-def _read_choices(api: ApiKind, choices: Any, answer: Answer) -> None:
-    if not isinstance(choices, list):
-        answer.choices = 0
-        return
-    first = choices[0] if choices else None
-    answer.choices = len(choices) if isinstance(first, dict) else 0  # a first entry that is no choice: none
-    if isinstance(first, dict) and isinstance(first.get("finish_reason"), str):
-        answer.finish_reason = first["finish_reason"]
-    for choice in choices:
-        if not isinstance(choice, dict):
-            continue
-        message = choice.get("message") if api is ApiKind.CHAT else None
-        if not isinstance(message, dict):
-            if isinstance(choice.get("text"), str):  # Completions' text (in a Chat answer: not its content)
-                answer.outputs.append(Output("text" if api is not ApiKind.CHAT else "other", (choice["text"],)))
-            continue
-        answer.names_tool_calls = answer.names_tool_calls or bool(
-            message.get("tool_calls") or message.get("function_call")
-        )
-        if isinstance(message.get("content"), str):
-            answer.outputs.append(Output("text", (message["content"],)))
-        legacy = message.get("function_call")
-        if isinstance(legacy, dict):
-            call = ToolCall(str(legacy.get("name") or ""), arguments_text(legacy.get("arguments")))
-            answer.outputs.append(Output("tool_call", call=call))
-        for entry in message.get("tool_calls") or []:
-            function = entry.get("function") if isinstance(entry, dict) else None
-            if isinstance(function, dict):
-                name, arguments = str(function.get("name") or ""), arguments_text(function.get("arguments"))
-                answer.outputs.append(Output("tool_call", call=ToolCall(name, arguments, str(entry.get("id") or ""))))
 
 
 # -- streams -----------------------------------------------------------------------------------
@@ -210,12 +77,11 @@ class StreamCall:
 @dataclass(slots=True)
 class StreamReader:
     """Reads a stream as its chunks come (`feed`), or event by event (`read_event`), and tells
-    the answer so far (`answer`). Chat and Completions streams are read delta by delta; Responses
-    streams are read from their final `response`; Messages streams from the message their events
-    assemble."""
+    the answer so far (`answer`), in the way its format's `stream_style` says."""
 
     api: ApiKind
     calls: dict[tuple[int, int], StreamCall] = field(default_factory=dict)  # (choice, tool index)
+    _format: ApiFormat = field(init=False)
     _splitter: sse.EventSplitter = field(default_factory=sse.EventSplitter)
     _texts: list[str] = field(default_factory=list)
     _finish: str | None = None
@@ -226,21 +92,25 @@ class StreamReader:
     _names_tool_calls: bool = False
     _done: bool = False  # the last event with data was `[DONE]`
     _unreadable: bool = False
-    _final: dict[str, Any] | None = None  # Responses: the last final event's response
+    _final: dict[str, Any] | None = None  # final_response: the last final event's response
     _final_completed: bool = False
-    _events: list[tuple[str | None, str]] = field(default_factory=list)  # Messages: every event's data
-    _objects: list[tuple[str | None, str]] = field(default_factory=list)  # Messages: those that are JSON objects
+    _events: list[tuple[str | None, str]] = field(default_factory=list)  # assembled_message: every event's data
+    _objects: list[tuple[str | None, str]] = field(default_factory=list)  # those that are JSON objects
+
+    def __post_init__(self) -> None:
+        self._format = format_for(self.api)
 
     def feed(self, chunk: bytes, end: bool = False) -> list[tuple[bytes, list[ChoiceDelta]]]:
         """Every event the chunk completes, as it came (its blank line included), with what it added."""
         return [(event, self.read_event(event.decode("utf-8", "replace"))) for event in self._splitter.feed(chunk, end)]
 
     def read_event(self, raw: str) -> list[ChoiceDelta]:
-        """Record what one event says; for Chat and Completions, what each choice added."""
+        """Record what one event says; for a stream of deltas, what each choice added."""
         _, data = sse.event(raw)
         if not data:
             return []
-        if self.api is ApiKind.MESSAGES:
+        style = self._format.stream_style
+        if style == "assembled_message":
             self._events.append((None, data))
         if self._done:  # a `[DONE]` that was not the last event
             self._unreadable = True
@@ -254,16 +124,16 @@ class StreamReader:
         if not isinstance(doc, dict):
             self._unreadable = True
             return []
-        if self.api is ApiKind.MESSAGES:
+        if style == "assembled_message":
             self._objects.append((None, data))
             return []
-        if self.api is ApiKind.RESPONSES:
+        if style == "final_response":
             final = doc.get("response")
             if doc.get("type") in _FINAL_EVENTS and isinstance(final, dict):
                 self._final, self._final_completed = final, doc.get("type") == "response.completed"
             return []
-        self._model = _str(doc.get("model")) or self._model
-        self._id = self._id or _str(doc.get("id"))
+        self._model = text_of(doc.get("model")) or self._model
+        self._id = self._id or text_of(doc.get("id"))
         self._tokens = completion_tokens(doc) or self._tokens
         return [
             delta
@@ -278,21 +148,11 @@ class StreamReader:
         if not isinstance(index, int):  # no choice number: read in place, but not one single choice
             index, self._choices = position, max(self._choices, 2)
         self._choices = max(self._choices, index + 1)
-        if self.api is not ApiKind.CHAT:
-            text = choice.get("text") if isinstance(choice.get("text"), str) else None
-            pieces: list[dict[str, Any]] = []
-        else:
-            delta = choice.get("delta") or {}
-            if not isinstance(delta, dict):
-                return None
-            self._names_tool_calls = self._names_tool_calls or bool(
-                delta.get("tool_calls") or delta.get("function_call")
-            )
-            text = delta.get("content") if isinstance(delta.get("content"), str) else None
-            pieces = [p for p in delta.get("tool_calls") or [] if isinstance(p, dict)]
-            legacy = delta.get("function_call")
-            if isinstance(legacy, dict):
-                pieces.append({"index": LEGACY_CALL, "function": legacy})
+        read = self._format.stream_choice(choice)
+        if read is None:
+            return None
+        text, pieces, names_calls = read
+        self._names_tool_calls = self._names_tool_calls or names_calls
         if text is not None:
             self._texts.append(text)
         for piece in pieces:
@@ -313,7 +173,8 @@ class StreamReader:
 
     def answer(self) -> Answer:
         """The answer the events so far carry (call it once the stream ended)."""
-        if self.api is ApiKind.MESSAGES:
+        style = self._format.stream_style
+        if style == "assembled_message":
             # Read from its JSON events; complete only when every event up to message_stop was one.
             message = assembled_message(self._objects)
             if message is None:  # cut off or an error event: no message
@@ -322,7 +183,7 @@ class StreamReader:
             answer.complete = assembled_message(self._events) is not None
             answer.unreadable = self._unreadable
             return answer
-        if self.api is ApiKind.RESPONSES:
+        if style == "final_response":
             answer = read_json(self.api, self._final or {})
             answer.complete, answer.unreadable = self._final_completed, self._unreadable
             answer.source = self._final

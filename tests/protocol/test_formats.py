@@ -96,3 +96,31 @@ def test_the_system_prompt_goes_where_each_format_keeps_it() -> None:
     assert placed[ApiKind.MESSAGES][0]["system"] == "Be brief."
     assert placed[ApiKind.COMPLETIONS][1] == ["system_prompt not applied: legacy completions have no system role"]
     assert all(doc["model"] == "up" for doc, _ in placed.values())
+
+
+def test_only_responses_continues_an_earlier_answer_by_id() -> None:
+    raw = {"previous_response_id": "resp-1", "store": True}
+    continued = {api: (fmt.previous_response_id(raw), fmt.keeps_exchange(raw)) for api, fmt in FORMATS.items()}
+    assert continued == {
+        ApiKind.CHAT: (None, False),
+        ApiKind.RESPONSES: ("resp-1", True),
+        ApiKind.COMPLETIONS: (None, False),
+        ApiKind.MESSAGES: (None, False),
+    }
+    responses = FORMATS[ApiKind.RESPONSES]
+    assert responses.keeps_exchange({}) and not responses.keeps_exchange({"store": False})
+    assert responses.previous_response_id({"previous_response_id": ""}) is None
+
+
+@pytest.mark.parametrize("api", list(ApiKind))
+def test_each_format_masks_the_tool_calls_of_its_answers(api: ApiKind) -> None:
+    docs = {
+        ApiKind.CHAT: {"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}}]},
+        ApiKind.COMPLETIONS: {"choices": [{"text": "no calls here"}]},
+        ApiKind.RESPONSES: {"output": [{"type": "function_call", "name": "f", "arguments": "{}"}]},
+        ApiKind.MESSAGES: {"content": [{"type": "tool_use", "name": "f", "input": {}}]},
+    }
+    doc = docs[api]
+    FORMATS[api].redact_calls(doc, lambda _: '{"masked": true}')
+    calls = read_json(api, doc).tool_calls()
+    assert [json.loads(c.arguments) for c in calls] == ([] if api is ApiKind.COMPLETIONS else [{"masked": True}])

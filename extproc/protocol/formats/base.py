@@ -11,14 +11,24 @@ from __future__ import annotations
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from extproc.errors import ErrorFamily, error_type, openai_envelope
 from extproc.images import ImageLimits
+from extproc.protocol.answer import Answer
 from extproc.protocol.jsonbody import dumps
 from extproc.protocol.request import ApiKind, RoutingRequest
 
 SystemPromptMode = Literal["insert", "replace"]
+# How a format's answer stream is read (`extproc.protocol.answers.StreamReader`): choice deltas as
+# they come, the finished response a final event carries, or the message its events assemble.
+StreamStyle = Literal["deltas", "final_response", "assembled_message"]
+# Where a model family's reasoning setting goes in this format's bodies (`policy.reasoning`): the
+# Chat paths of the family, its Responses effort path, or Anthropic's `thinking` field.
+ReasoningFields = Literal["chat", "responses", "thinking"]
+# One stream choice as read: its text, its tool-call pieces, whether it names tool calls at all.
+ChoiceRead = tuple[str | None, list[dict[str, Any]], bool]
 
 
 class ApiFormat(ABC):
@@ -30,6 +40,8 @@ class ApiFormat(ABC):
     id_prefix: ClassVar[str]
     # The format a body is sent upstream in when the model does not speak this one (None: never).
     translated_to: ClassVar[ApiKind | None] = None
+    stream_style: ClassVar[StreamStyle] = "deltas"
+    reasoning_fields: ClassVar[ReasoningFields] = "chat"
 
     def parse(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:
         """The body (a JSON object) as the one RoutingRequest; a RequestError on bad input."""
@@ -73,6 +85,42 @@ class ApiFormat(ABC):
     ) -> str | None:
         """Put the policy's prompt into `body` (a copy of `raw`); a note when it cannot be applied."""
 
+    # -- upstream answers ------------------------------------------------------------------
+    @abstractmethod
+    def read_answer(self, doc: dict[str, Any], answer: Answer) -> None:
+        """Read a JSON answer's outputs and why it stopped into `answer` (model, id and usage are read already)."""
+
+    def stream_choice(self, choice: dict[str, Any]) -> ChoiceRead | None:
+        """A `deltas` stream's choice (None: nothing readable in it)."""
+        raise NotImplementedError(f"{self.kind.value} answers do not stream choice deltas")
+
+    @abstractmethod
+    def redact_calls(self, doc: dict[str, Any], mask: Callable[[str], str]) -> None:
+        """Mask every tool call's arguments in a JSON answer, in place (the tool rules' redact)."""
+
+    def storable_refusal(self, answer: Answer) -> str | None:
+        """Why a complete answer is not one text answer the cache may store (None: it is).
+        Chat's and Completions' rules: one choice that stopped, naming no tool calls."""
+        if answer.choices != 1:
+            return "choices"
+        if answer.finish_reason != "stop":
+            return "finish_reason"
+        if answer.names_tool_calls:
+            return "tool_call"
+        return None
+
+    def usage(self, output_tokens: int) -> dict[str, int]:
+        """A stored answer's `usage`: the tokens it took, no prompt (a cache hit costs none)."""
+        return {"completion_tokens": output_tokens, "prompt_tokens": 0, "total_tokens": output_tokens}
+
+    def previous_response_id(self, raw: dict[str, Any]) -> str | None:
+        """The earlier answer this request continues, by its id (the conversation store's key)."""
+        return None
+
+    def keeps_exchange(self, raw: dict[str, Any]) -> bool:
+        """Whether the API keeps this exchange server-side, so its answer id can be continued."""
+        return False
+
     def tool_choice(self, raw: dict[str, Any]) -> str | None:
         """`tool_choice` as one word: none / auto / required, or the forced function's name."""
         choice = raw.get("tool_choice")
@@ -88,3 +136,11 @@ class ApiFormat(ABC):
         """Who the client says the end user is (OpenAI's `user`)."""
         value = raw.get("user")
         return value if isinstance(value, str) and value else None
+
+
+def choices_reply(reply_id: str, kind: str, created: int, model: str, part: dict[str, Any]) -> dict[str, Any]:
+    """A finished OpenAI `choices` answer (Chat's `chat.completion`, Completions' `text_completion`)
+    with one choice carrying `part` (its message or text), no tokens counted."""
+    choice = {"index": 0, **part, "logprobs": None, "finish_reason": "stop"}
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    return {"id": reply_id, "object": kind, "created": created, "model": model, "choices": [choice], "usage": usage}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from extproc.images import ImageLimits
-from extproc.protocol.formats.base import ApiFormat, SystemPromptMode
+from extproc.protocol.answer import LEGACY_CALL, Answer, read_choices, redact_choice_calls
+from extproc.protocol.formats.base import ApiFormat, ChoiceRead, SystemPromptMode, choices_reply
 from extproc.protocol.openai_parser import OpenAIParser
 from extproc.protocol.request import ApiKind, Role, RoutingRequest
 
@@ -31,14 +33,7 @@ class ChatFormat(ApiFormat):
 
     def reply(self, model: str, text: str, reply_id: str, created: int) -> dict[str, Any]:
         message = {"role": "assistant", "content": text}
-        return {
-            "id": reply_id,
-            "object": "chat.completion",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        }
+        return choices_reply(reply_id, "chat.completion", created, model, {"message": message})
 
     def reply_events(self, model: str, text: str, reply_id: str, created: int) -> list[tuple[str | None, Any]]:
         base = {"id": reply_id, "object": "chat.completion.chunk", "created": created, "model": model}
@@ -52,6 +47,24 @@ class ChatFormat(ApiFormat):
             (None, chunk({}, "stop")),
             (None, "[DONE]"),
         ]
+
+    def read_answer(self, doc: dict[str, Any], answer: Answer) -> None:
+        read_choices(doc.get("choices"), answer, chat=True)
+
+    def stream_choice(self, choice: dict[str, Any]) -> ChoiceRead | None:
+        delta = choice.get("delta") or {}
+        if not isinstance(delta, dict):
+            return None
+        names_calls = bool(delta.get("tool_calls") or delta.get("function_call"))
+        text = delta.get("content") if isinstance(delta.get("content"), str) else None
+        pieces = [p for p in delta.get("tool_calls") or [] if isinstance(p, dict)]
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict):
+            pieces.append({"index": LEGACY_CALL, "function": legacy})
+        return text, pieces, names_calls
+
+    def redact_calls(self, doc: dict[str, Any], mask: Callable[[str], str]) -> None:
+        redact_choice_calls(doc, mask)
 
     def insert_system_prompt(
         self, body: dict[str, Any], raw: dict[str, Any], content: str, mode: SystemPromptMode

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from extproc.errors import MalformedRequest
 from extproc.images import ImageLimits
-from extproc.protocol.formats.base import ApiFormat, SystemPromptMode
+from extproc.protocol.answer import Answer, read_choices, redact_choice_calls
+from extproc.protocol.formats.base import ApiFormat, ChoiceRead, SystemPromptMode, choices_reply
 from extproc.protocol.openai_parser import OpenAIParser, json_type
 from extproc.protocol.request import ApiKind, Role, RoutingRequest
 
@@ -42,14 +44,7 @@ class CompletionsFormat(ApiFormat):
         return CompletionsParser(data, self.kind, limits).parse()
 
     def reply(self, model: str, text: str, reply_id: str, created: int) -> dict[str, Any]:
-        return {
-            "id": reply_id,
-            "object": "text_completion",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        }
+        return choices_reply(reply_id, "text_completion", created, model, {"text": text})
 
     def reply_events(self, model: str, text: str, reply_id: str, created: int) -> list[tuple[str | None, Any]]:
         base = {"id": reply_id, "object": "text_completion", "created": created, "model": model}
@@ -58,6 +53,15 @@ class CompletionsFormat(ApiFormat):
             (None, {**base, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]}),
             (None, "[DONE]"),
         ]
+
+    def read_answer(self, doc: dict[str, Any], answer: Answer) -> None:
+        read_choices(doc.get("choices"), answer, chat=False)
+
+    def stream_choice(self, choice: dict[str, Any]) -> ChoiceRead | None:
+        return (choice.get("text") if isinstance(choice.get("text"), str) else None), [], False
+
+    def redact_calls(self, doc: dict[str, Any], mask: Callable[[str], str]) -> None:
+        redact_choice_calls(doc, mask)  # a Completions answer has none; a mislabelled Chat one may
 
     def insert_system_prompt(
         self, body: dict[str, Any], raw: dict[str, Any], content: str, mode: SystemPromptMode

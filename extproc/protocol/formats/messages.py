@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from extproc.errors import MalformedRequest, PayloadTooLarge, error_type
 from extproc.images import ImageLimits, RemoteImage, inspect_image, parse_data_uri
+from extproc.protocol.answer import Answer, Output, ToolCall, arguments_text
 from extproc.protocol.formats.base import ApiFormat, SystemPromptMode
 from extproc.protocol.jsonbody import dumps
 from extproc.protocol.openai_parser import OpenAIParser, json_type
@@ -224,6 +226,8 @@ class MessagesFormat(ApiFormat):
     error_family = "anthropic"
     id_prefix: ClassVar[str] = "msg"
     translated_to: ClassVar[ApiKind | None] = ApiKind.CHAT
+    stream_style = "assembled_message"
+    reasoning_fields = "thinking"
 
     def read(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:
         return MessagesParser(data, self.kind, limits).parse()
@@ -251,6 +255,34 @@ class MessagesFormat(ApiFormat):
             ("message_stop", {}),
         ]
         return [(name, {"type": name, **data}) for name, data in events]
+
+    def read_answer(self, doc: dict[str, Any], answer: Answer) -> None:
+        answer.finish_reason = doc.get("stop_reason") if isinstance(doc.get("stop_reason"), str) else None
+        blocks = doc.get("content")
+        answer.outputs = [content_block(block) for block in blocks] if isinstance(blocks, list) else []
+
+    def redact_calls(self, doc: dict[str, Any], mask: Callable[[str], str]) -> None:
+        for block in doc.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                masked = mask(arguments_text(block.get("input")))
+                try:
+                    block["input"] = json.loads(masked)
+                except ValueError:
+                    block["input"] = {"_arguments": masked}
+
+    def storable_refusal(self, answer: Answer) -> str | None:
+        """A message that ended its turn with text blocks only."""
+        if answer.finish_reason != "end_turn":
+            return "finish_reason"
+        for output in answer.outputs:
+            if output.kind == "tool_call":
+                return "tool_call"
+            if output.kind == "other":
+                return "no_output"
+        return None
+
+    def usage(self, output_tokens: int) -> dict[str, int]:
+        return {"input_tokens": 0, "output_tokens": output_tokens}
 
     def insert_system_prompt(
         self, body: dict[str, Any], raw: dict[str, Any], content: str, mode: SystemPromptMode
@@ -331,3 +363,17 @@ def assembled_message(events: list[tuple[str | None, str]]) -> dict[str, Any] | 
             message["content"] = [blocks[i] for i in sorted(blocks)]
             return message
     return None
+
+
+REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
+def content_block(block: Any) -> Output:
+    """A Messages content block: tool_use blocks are the calls, their `input` the arguments."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind == "tool_use":
+        call = ToolCall(str(block.get("name") or ""), arguments_text(block.get("input")), str(block.get("id") or ""))
+        return Output("tool_call", call=call)
+    if kind == "text" and isinstance(block.get("text"), str):
+        return Output("text", (block["text"],))
+    return Output("reasoning" if kind in REASONING_BLOCKS else "other")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from extproc.errors import MalformedRequest
 from extproc.images import ImageLimits
+from extproc.protocol.answer import Answer, Output, ToolCall, arguments_text
 from extproc.protocol.formats.base import ApiFormat, SystemPromptMode
 from extproc.protocol.openai_parser import IMAGE_PART_TYPES, TEXT_PART_TYPES, OpenAIParser, json_type
 from extproc.protocol.request import ApiKind, Role, RoutingRequest
@@ -53,6 +55,8 @@ class ResponsesFormat(ApiFormat):
     kind: ClassVar[ApiKind] = ApiKind.RESPONSES
     paths: ClassVar[tuple[str, ...]] = ("/v1/responses",)
     id_prefix: ClassVar[str] = "resp"
+    stream_style = "final_response"
+    reasoning_fields = "responses"
 
     def read(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:
         return ResponsesParser(data, self.kind, limits).parse()
@@ -87,9 +91,52 @@ class ResponsesFormat(ApiFormat):
             ("response.completed", {"type": "response.completed", "response": full}),
         ]
 
+    def read_answer(self, doc: dict[str, Any], answer: Answer) -> None:
+        answer.finish_reason = doc.get("status") if isinstance(doc.get("status"), str) else None
+        items = doc.get("output")
+        answer.outputs = [output_item(item) for item in items] if isinstance(items, list) else []
+
+    def redact_calls(self, doc: dict[str, Any], mask: Callable[[str], str]) -> None:
+        for item in doc.get("output") or []:
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                item["arguments"] = mask(arguments_text(item.get("arguments")))
+
+    def storable_refusal(self, answer: Answer) -> str | None:
+        """A completed response with message output only (calls, reasoning and the rest are not stored)."""
+        if answer.finish_reason != "completed":
+            return "incomplete"
+        if not answer.outputs:
+            return "no_output"
+        if any(output.kind != "text" for output in answer.outputs):
+            return "tool_call"
+        return None
+
+    def previous_response_id(self, raw: dict[str, Any]) -> str | None:
+        previous = raw.get("previous_response_id")
+        return previous if isinstance(previous, str) and previous else None
+
+    def keeps_exchange(self, raw: dict[str, Any]) -> bool:
+        return raw.get("store") is not False  # Responses stores by default
+
     def insert_system_prompt(
         self, body: dict[str, Any], raw: dict[str, Any], content: str, mode: SystemPromptMode
     ) -> str | None:
         existing = raw.get("instructions")
         body["instructions"] = content if mode == "replace" or not existing else f"{content}\n\n{existing}"
         return None
+
+
+def output_item(item: Any) -> Output:
+    """A Responses output item; its content parts' texts (a message's `output_text` parts)."""
+    if not isinstance(item, dict):
+        return Output("other")
+    kind = item.get("type")
+    parts = [p for p in item.get("content") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    if kind == "function_call":
+        arguments = arguments_text(item.get("arguments"))
+        return Output(
+            "tool_call", call=ToolCall(str(item.get("name") or ""), arguments, str(item.get("call_id") or ""))
+        )
+    if kind == "message":
+        return Output("text", tuple(p["text"] for p in parts if p.get("type") == "output_text"))
+    return Output("reasoning" if kind == "reasoning" else "other", tuple(p["text"] for p in parts))
