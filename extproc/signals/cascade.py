@@ -12,6 +12,13 @@ model registry holds one cascade per set of weights, shared by every signal on t
 policy's `subject` and `subject_area`; a lexical and an embedding prompt-attack signal): a text
 is scored once whichever signal asks, and a chat's earlier turns, re-sent with every request,
 cost nothing.
+
+Stage 2's embeddings go through `executor.run(embedder.embed, texts)`, the path the heavy
+executor coalesces (`HeavyExecutor.coalesce`, set up by `BuildContext.text_embedder`): the
+cascade's texts join the same batched encoder pass as `semantic`, `complexity`, the answer cache
+and other concurrent requests' texts, and a text another signal already has on its way is not
+encoded again, so a text costs one encoder pass per request whatever number of signals read it.
+The heads (a few small matrix products, 15-25 us each) then run on the event loop.
 """
 
 from __future__ import annotations
@@ -89,21 +96,17 @@ class TwoStageCascade(Generic[Scores]):
         *,
         looked_up: bool = False,
     ) -> list[Scores]:
-        """Stage 2's scores of `texts` (with their stage-1 scores `firsts`): cached ones at once,
-        the rest embedded on the heavy executor, scored and cached. `looked_up`: the caller has
-        just found none of them cached (no second lookup)."""
+        """Stage 2's scores of `texts` (with their stage-1 scores `firsts`): cached ones at once;
+        the rest are embedded through `executor.run(embedder.embed, ...)`, which the executor
+        coalesces with every other signal's and request's texts, then scored here and cached.
+        `looked_up`: the caller has just found none of them cached (no second lookup)."""
         found: list[Scores | None] = [None] * len(texts) if looked_up else [self.known_second(t) for t in texts]
         todo = [i for i, scores in enumerate(found) if scores is None]
         if todo:
-            fresh = await executor.run(
-                self.embed_and_score, embedder, [texts[i] for i in todo], [firsts[i] for i in todo]
-            )
-            for i, scores in zip(todo, fresh, strict=True):
+            vectors = await executor.run(embedder.embed, [texts[i] for i in todo])
+            for row, i in enumerate(todo):
+                # The head is a few small matrix products: cheaper here than another executor hop.
+                scores = self._second_stage(vectors[row], firsts[i])
                 found[i] = scores
                 self.second_cache.put(texts[i], scores)
         return [scores for scores in found if scores is not None]
-
-    def embed_and_score(self, embedder: Embedder, texts: Sequence[str], firsts: Sequence[Scores]) -> list[Scores]:
-        """MiniLM embeddings (through the embedder's own cache), then stage 2 (on the heavy executor)."""
-        vectors = embedder.embed(list(texts))
-        return [self._second_stage(vectors[i], firsts[i]) for i in range(len(texts))]

@@ -6,6 +6,8 @@ them changes both sides alike)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -103,6 +105,40 @@ async def test_a_failed_embedding_caches_nothing(executor: HeavyExecutor) -> Non
         await cascade.second(executor, CountingEmbedder(fail=True), ["ab"], [0.1])
     assert cascade.known_second("ab") is None and stages.second_calls == []
     assert await cascade.second(executor, CountingEmbedder(), ["ab"], [0.1]) == [2.1]
+
+
+async def test_stage_two_embeds_through_the_executors_coalescing(executor: HeavyExecutor) -> None:
+    """Two concurrent requests' stage-2 texts and another signal's embedding of one of them go
+    through one batched encoder call, each text encoded once; the heads run after it."""
+    stages = Stages()
+    cascade = TwoStageCascade(stages.first, stages.second)
+    embedder = CountingEmbedder()
+    executor.coalesce(embedder.embed, window_s=0.05, max_items=32)
+    first, second, semantic = await asyncio.gather(
+        cascade.second(executor, embedder, ["ab"], [0.5]),
+        cascade.second(executor, embedder, ["abc", "ab"], [0.25, 0.5]),
+        executor.run(embedder.embed, ["abc"]),
+    )
+    assert embedder.calls == [["ab", "abc"]]
+    assert first == [2.5] and second == [3.25, 2.5] and semantic.shape == (1, 4)
+    assert sorted(stages.second_calls) == [(2, 0.5), (2, 0.5), (3, 0.25)]  # "ab" asked by both requests
+    assert executor.coalescers()[0].shared == 2  # the second "ab" and semantic's "abc"
+
+
+async def test_stage_two_without_coalescing_still_runs_on_the_executor(executor: HeavyExecutor) -> None:
+    stages = Stages()
+    cascade = TwoStageCascade(stages.first, stages.second)
+    embedder = CountingEmbedder()
+    threads: list[str] = []
+    original = embedder.embed
+
+    def embed(texts: Sequence[str]) -> Row:
+        threads.append(threading.current_thread().name)
+        return original(texts)
+
+    embedder.embed = embed  # type: ignore[method-assign]
+    assert await cascade.second(executor, embedder, ["ab"], [0.5]) == [2.5]
+    assert threads and threads[0].startswith("heavy")
 
 
 # -- the shipped weights: the signals answer what the models' own cascades answer -----------------
