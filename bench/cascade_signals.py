@@ -9,6 +9,9 @@ split's attack rows (`--attacks`) and short chats made of consecutive mix texts 
 
 - per signal, the share of requests that ran stage 2 (the MiniLM embedding and a head) and
   how many texts it embedded, per text set;
+- with `--routed N`, the first N mix texts routed through the default settings' router instead
+  (lazy dispatch: a signal runs only where some rule still needs it): per signal, the share of
+  requests it ran on and, for the cascades, the share whose stage 2 ran;
 - with `--dump`, every evaluation (matched, score, labels, evidence) as one JSON line, so that
   two trees' answers can be compared exactly: run it once with PYTHONPATH on each and `cmp`
   the dumps (how the cascade refactor of issue 49 showed it changed no answer).
@@ -76,6 +79,35 @@ def embedded(evaluation: Evaluation) -> int | None:
     return None
 
 
+async def routed(limit: int) -> int:
+    """Route `limit` mix texts through the router `make run` builds; per-signal shares."""
+    from extproc.router import Router
+
+    router = Router.from_settings(Settings.load(None, environ={}))
+    texts = realistic_mix(limit)
+    ran: Counter[str] = Counter()
+    stage_two: Counter[str] = Counter()
+    kinds: dict[str, str] = {}
+    started = time.perf_counter()
+    for text in texts:
+        body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
+        outcome = await router.route(body)
+        for result in outcome.signals:
+            kinds[result.name] = result.type
+            ran[result.name] += 1
+            if any(_EMBEDDED.search(note) for note in result.evidence):
+                stage_two[result.name] += 1
+    router.close()
+    print(f"{len(texts)} mix texts routed, one message each; {time.perf_counter() - started:.0f} s")
+    print(f"{'signal':34}{'ran on':>10}{'stage 2 ran on':>16}")
+    for name, count in sorted(ran.items(), key=lambda kv: -kv[1]):
+        if kinds[name] not in ("domain", "classifier", "complexity", "semantic", "kb"):
+            continue
+        share2 = f"{stage_two[name] / len(texts):.1%}" if kinds[name] in ("domain", "classifier") else "-"
+        print(f"  {name + ' [' + kinds[name] + ']':32}{count / len(texts):>10.1%}{share2:>16}")
+    return 0
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policy", type=Path, default=REPO / "policies" / "default.yaml")
@@ -83,7 +115,10 @@ async def main() -> int:
     parser.add_argument("--attacks", type=int, default=500, help="attack rows of the safety test split")
     parser.add_argument("--chats", type=int, default=200, help="three-message chats of mix texts")
     parser.add_argument("--dump", type=Path, default=None)
+    parser.add_argument("--routed", type=int, default=0, help="route this many mix texts instead (see above)")
     args = parser.parse_args()
+    if args.routed:
+        return await routed(args.routed)
     ctx = build_context(Settings())
     policy = load_policy(args.policy, ctx)
     signals = [

@@ -18,8 +18,9 @@ Two backends:
 - the shipped cascade (`extproc.models.domain_classifier`, default): stage 1 (a logistic
   regression over hashed n-grams and distilled static MiniLM token vectors, ~0.1 ms) decides
   every text it is confident about without a thread hop (`answer_now`); only texts it is
-  unsure of are embedded with MiniLM on the heavy executor (the embedder's cache makes that
-  one embedding per text, shared with `semantic`, `complexity` and the answer cache).
+  unsure of are embedded with MiniLM, in the heavy executor's coalesced encoder batches
+  (`signals.cascade`: one embedding per text, shared with `semantic`, `complexity`, the
+  answer cache and concurrent requests).
   `confident` overrides stage 1's threshold (1.0: every text is embedded; 0.0: stage 1
   always decides).
 - `model_dir`: any local Hugging Face sequence-classification checkpoint (e.g. a
