@@ -14,7 +14,8 @@ and an MLP head over the all-MiniLM-L6-v2 sentence embedding. `stage` picks what
   are embedded and decided by the head against `decision` (or this spec's threshold). Its
   label's probability is that of the stage that decided.
 
-The builtin reports one checkpoint label, `attack` (rename it with `labels`).
+Both stages' scores live on the shared cascade (`signals.cascade`), cached by text for every
+builtin signal. The builtin's outputs are `attack` and `harmful` (rename them with `labels`).
 
 `model: /path/to/checkpoint` is any sequence classifier saved with `save_pretrained`
 (`extproc.models.hf_classifier`); its labels are `config.id2label`. `labels` maps them to
@@ -473,7 +474,7 @@ class PromptAttackSignal(ClassifierSignal):
     async def scored_by_head(
         self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[Sequence[float]]
     ) -> list[tuple[float, ...]]:
-        """Stage-2 scores of `texts`: cached ones at once, the rest embedded on the heavy executor."""
+        """Stage-2 scores of `texts`: cached ones at once, the rest through the coalesced encoder."""
         assert self.embedder is not None
         return await self.attack_model().second(ctx.executor, self.embedder, texts, [tuple(p) for p in lexical])
 
