@@ -18,8 +18,9 @@ Two backends:
 - the shipped cascade (`extproc.models.domain_classifier`, default): stage 1 (a logistic
   regression over hashed n-grams and distilled static MiniLM token vectors, ~0.1 ms) decides
   every text it is confident about without a thread hop (`answer_now`); only texts it is
-  unsure of are embedded with MiniLM on the heavy executor (the embedder's cache makes that
-  one embedding per text, shared with `semantic`, `complexity` and the answer cache).
+  unsure of are embedded with MiniLM, in the heavy executor's coalesced encoder batches
+  (`signals.cascade`: one embedding per text, shared with `semantic`, `complexity`, the
+  answer cache and concurrent requests).
   `confident` overrides stage 1's threshold (1.0: every text is embedded; 0.0: stage 1
   always decides).
 - `model_dir`: any local Hugging Face sequence-classification checkpoint (e.g. a
@@ -47,7 +48,6 @@ import numpy.typing as npt
 from pydantic import Field, field_validator, model_validator
 
 from extproc.models.hf_classifier import HfTextClassifier, check_label_mapping, get_hf_classifier
-from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 from extproc.models.text_embedder import TextEmbedder
 from extproc.protocol.request import Role, RoutingRequest
@@ -60,6 +60,7 @@ from extproc.signals.base import (
     SignalUnavailable,
     TextSignalSpec,
 )
+from extproc.signals.cascade import TwoStageCascade
 
 log = logging.getLogger(__name__)
 
@@ -213,32 +214,17 @@ class DomainSignal(ModelSignal[Any]):
 # -- the shipped cascade -------------------------------------------------------------------------
 
 
-class ShippedDomainModel:
-    """The shipped classifier with per-text caches of stage 1 (earlier turns repeat every request)
-    and of stage 2 (what it gave for a text stage 1 was unsure of). Both live here, not on a
-    signal: every `domain` signal on the shipped weights (the default policy has `subject` and
-    `subject_area`) reads the same probabilities, so a text is classified once whichever asks."""
+class ShippedDomainModel(TwoStageCascade[FloatArray]):
+    """The shipped classifier as a `TwoStageCascade`: stage 1's probabilities and stage 2's (for
+    a text stage 1 was unsure of) cached by text on the model, not on a signal: every `domain`
+    signal on the shipped weights (the default policy has `subject` and `subject_area`) reads the
+    same probabilities, so a text is classified once whichever asks."""
 
     def __init__(self, inner: Any, cache_size: int = 4096) -> None:
+        super().__init__(inner.first_stage_probs, inner.embedding_probs, cache_size=cache_size)
         self.inner = inner
         self.labels: tuple[str, ...] = tuple(inner.labels)
         self.confident = float(inner.confident)
-        self.cache: LruCache[FloatArray] = LruCache(cache_size)
-        self.stage_two: LruCache[FloatArray] = LruCache(cache_size)
-
-    def caches(self) -> dict[str, LruCache[FloatArray]]:
-        return {"first_stage": self.cache, "second_stage": self.stage_two}
-
-    def first_stage_probs(self, text: str) -> FloatArray:
-        probs = self.cache.get(text)
-        if probs is None:
-            probs = self.inner.first_stage_probs(text)
-            self.cache.put(text, probs)
-        return probs
-
-    def embedding_probs(self, embedding: FloatArray, first: FloatArray) -> FloatArray:
-        result: FloatArray = self.inner.embedding_probs(embedding, first)
-        return result
 
 
 def load_shipped_domain(directory: Path | None = None) -> ShippedDomainModel:
@@ -297,9 +283,9 @@ class ShippedDomainSignal(DomainSignal):
         probs: list[FloatArray] = []
         unsure: list[int] = []
         for i, turn in enumerate(turns):
-            p = model.first_stage_probs(turn.text)
+            p = model.first(turn.text)
             if float(p.max()) < confident:  # a text stage 2 answered before needs no executor hop
-                cached = model.stage_two.get(turn.text)
+                cached = model.known_second(turn.text)
                 if cached is None:
                     unsure.append(i)
                 else:
@@ -331,19 +317,12 @@ class ShippedDomainSignal(DomainSignal):
                 f"{len(unsure)} turn(s) need the embedding stage: {self.embedder_reason or 'no text embedder'}"
             )
         texts = [turns[i].text for i in unsure]
-        fresh = await ctx.executor.run(self.embed_and_classify, texts, [probs[i] for i in unsure])
-        stage_two = self.shipped().stage_two
+        fresh = await self.shipped().second(
+            ctx.executor, self.embedder, texts, [probs[i] for i in unsure], looked_up=True
+        )
         for i, p in zip(unsure, fresh, strict=True):
             probs[i] = p
-            stage_two.put(turns[i].text, p)
         return self.result(turns, probs, [f"stage: embedding for {len(unsure)} of {len(turns)} turn(s)"])
-
-    def embed_and_classify(self, texts: Sequence[str], first: Sequence[FloatArray]) -> list[FloatArray]:
-        """MiniLM embeddings (through the embedder's shared cache), then stage 2 (heavy executor)."""
-        assert self.embedder is not None
-        model = self.shipped()
-        vecs = self.embedder.embed(list(texts))
-        return [model.embedding_probs(vecs[i], first[i]) for i in range(len(texts))]
 
 
 # -- any local checkpoint ------------------------------------------------------------------------

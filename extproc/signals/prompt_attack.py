@@ -14,7 +14,8 @@ and an MLP head over the all-MiniLM-L6-v2 sentence embedding. `stage` picks what
   are embedded and decided by the head against `decision` (or this spec's threshold). Its
   label's probability is that of the stage that decided.
 
-The builtin reports one checkpoint label, `attack` (rename it with `labels`).
+Both stages' scores live on the shared cascade (`signals.cascade`), cached by text for every
+builtin signal. The builtin's outputs are `attack` and `harmful` (rename them with `labels`).
 
 `model: /path/to/checkpoint` is any sequence classifier saved with `save_pretrained`
 (`extproc.models.hf_classifier`); its labels are `config.id2label`. `labels` maps them to
@@ -64,6 +65,7 @@ from extproc.signals.base import (
     SignalUnavailable,
     TextSignalSpec,
 )
+from extproc.signals.cascade import TwoStageCascade
 from extproc.signals.classifier_views import text_views
 
 log = logging.getLogger(__name__)
@@ -300,39 +302,56 @@ class PromptAttackModel(Protocol):
 
 class AttackClassifierAdapter:
     """The outputs of `extproc.models.attack_classifier` (one `AttackClassifier` each, sharing a
-    feature config) seen as a `PromptAttackModel`."""
+    feature config) seen as a `PromptAttackModel` (uncached: `PromptAttackCascade` caches)."""
 
-    def __init__(self, outputs: Mapping[str, Any], cache_size: int = 4096) -> None:
+    def __init__(self, outputs: Mapping[str, Any]) -> None:
         if not outputs:
             raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the weights hold no output")
         self.outputs = dict(outputs)
         self.labels: tuple[str, ...] = tuple(self.outputs)
         self._classifiers = list(self.outputs.values())
-        # A chat re-sends its earlier turns (and agents their tool results) with every request:
-        # each text is scored once. Keyed by the text itself (at most max_chars, head + tail).
-        self.cache: LruCache[tuple[float, ...]] = LruCache(cache_size)
-
-    def caches(self) -> dict[str, LruCache[tuple[float, ...]]]:
-        return {"lexical": self.cache}
 
     def thresholds(self, label: str) -> OutputThresholds:
         thresholds: OutputThresholds = self.outputs[label].thresholds
         return thresholds
 
     def lexical_scores(self, text: str) -> tuple[float, ...]:
-        scores = self.cache.get(text)
-        if scores is None:
-            from extproc.models.attack_classifier import lexical_scores
+        from extproc.models.attack_classifier import lexical_scores
 
-            scores = tuple(lexical_scores(self._classifiers, text))
-            self.cache.put(text, scores)
-        return scores
+        return tuple(lexical_scores(self._classifiers, text))
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
         return tuple(float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True))
 
 
-def load_prompt_attack(directory: Path | None = None) -> AttackClassifierAdapter:
+class PromptAttackCascade(TwoStageCascade[tuple[float, ...]]):
+    """A `PromptAttackModel` as the shared `TwoStageCascade`: both stages' scores (one per output)
+    cached by text on the model, for every builtin signal on these weights. A chat re-sends its
+    earlier turns (and agents their tool results) with every request: each text is scored once,
+    keyed by the text itself (at most max_chars, head + tail). It is itself a `PromptAttackModel`
+    (its lexical scores are the cached ones), which is what `classifier_views` reads."""
+
+    def __init__(self, scorer: PromptAttackModel, cache_size: int = 4096) -> None:
+        super().__init__(
+            lambda text: tuple(scorer.lexical_scores(text)),
+            lambda embedding, lexical: tuple(scorer.embedding_scores(embedding, lexical)),
+            cache_size=cache_size,
+            cache_names=("lexical", "second_stage"),
+        )
+        self.scorer = scorer
+        self.labels: tuple[str, ...] = tuple(scorer.labels)
+
+    def thresholds(self, label: str) -> OutputThresholds:
+        return self.scorer.thresholds(label)
+
+    def lexical_scores(self, text: str) -> tuple[float, ...]:
+        return self.first(text)
+
+    def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
+        return tuple(self.scorer.embedding_scores(embedding, lexical))
+
+
+def load_prompt_attack(directory: Path | None = None) -> PromptAttackCascade:
     """The shipped weights (or those in `directory`); ModelUnavailable when they are not there."""
     try:
         from extproc.models.attack_classifier import load_outputs
@@ -345,12 +364,12 @@ def load_prompt_attack(directory: Path | None = None) -> AttackClassifierAdapter
             "the lexical stage runs on numpy, ~20 us a text instead of ~3",
             BUILTIN_PROMPT_ATTACK,
         )
-    return AttackClassifierAdapter(outputs)
+    return PromptAttackCascade(AttackClassifierAdapter(outputs))
 
 
-def get_prompt_attack(models: ModelRegistry) -> PromptAttackModel:
+def get_prompt_attack(models: ModelRegistry) -> PromptAttackCascade:
     """The process's prompt-attack cascade, loaded once (tests `put` their own under the same name)."""
-    model: PromptAttackModel = models.get(
+    model: PromptAttackCascade = models.get(
         PROMPT_ATTACK_MODEL_NAME, load_prompt_attack, detail=f"{BUILTIN_PROMPT_ATTACK} (shipped weights)"
     )
     return model
@@ -364,7 +383,7 @@ class PromptAttackSignal(ClassifierSignal):
     def __init__(
         self,
         spec: ClassifierSpec,
-        model: PromptAttackModel | None = None,
+        model: PromptAttackCascade | None = None,
         reason: str | None = None,
         embedder: TextEmbedder | None = None,
         embedder_reason: str | None = None,
@@ -377,9 +396,6 @@ class PromptAttackSignal(ClassifierSignal):
         self.names = [spec.labels.get(o, o) for o in self.outputs]  # policy label of each output
         # What each text is judged as (`judged_texts`), by text.
         self.views: LruCache[tuple[tuple[str, str], ...]] = LruCache(4096)
-        # Stage-2 scores by text: a text seen before (an earlier chat turn, a repeated prompt) needs
-        # no executor hop at all. The scores are a function of the text alone (both stages are).
-        self.stage_two: LruCache[tuple[float, ...]] = LruCache(4096)
 
     @classmethod
     def build_builtin(cls, spec: ClassifierSpec, ctx: BuildContext) -> PromptAttackSignal:
@@ -419,8 +435,8 @@ class PromptAttackSignal(ClassifierSignal):
             out.extend(Text(f"{t.where} {suffix}" if suffix else t.where, text, t.cut) for suffix, text in views)
         return out
 
-    def attack_model(self) -> PromptAttackModel:
-        model: PromptAttackModel = self.require_model()
+    def attack_model(self) -> PromptAttackCascade:
+        model: PromptAttackCascade = self.require_model()
         return model
 
     def override(self, name: str) -> float | None:
@@ -455,30 +471,12 @@ class PromptAttackSignal(ClassifierSignal):
         """Per text, each policy label's probability."""
         return [dict(zip(self.names, row, strict=True)) for row in scores]
 
-    def cached_head_scores(self, texts: Sequence[str]) -> list[tuple[float, ...]] | None:
-        """Stage-2 scores of `texts` when every one is cached; None otherwise."""
-        found = [self.stage_two.get(text) for text in texts]
-        return None if any(score is None for score in found) else [s for s in found if s is not None]
-
     async def scored_by_head(
         self, ctx: SignalContext, texts: Sequence[str], lexical: Sequence[Sequence[float]]
     ) -> list[tuple[float, ...]]:
-        """Stage-2 scores of `texts`: cached ones at once, the rest embedded on the heavy executor."""
-        found = [self.stage_two.get(text) for text in texts]
-        todo = [i for i, score in enumerate(found) if score is None]
-        if todo:
-            fresh = await ctx.executor.run(self.embed_and_score, [texts[i] for i in todo], [lexical[i] for i in todo])
-            for i, score in zip(todo, fresh, strict=True):
-                found[i] = score
-                self.stage_two.put(texts[i], score)
-        return [score for score in found if score is not None]
-
-    def embed_and_score(self, texts: Sequence[str], lexical: Sequence[Sequence[float]]) -> list[tuple[float, ...]]:
-        """MiniLM embeddings (one per text, for every output), then each output's head (on the heavy executor)."""
-        model = self.attack_model()
+        """Stage-2 scores of `texts`: cached ones at once, the rest through the coalesced encoder."""
         assert self.embedder is not None
-        vecs = self.embedder.embed(list(texts))
-        return [tuple(model.embedding_scores(vecs[i], lexical[i])) for i in range(len(texts))]
+        return await self.attack_model().second(ctx.executor, self.embedder, texts, [tuple(p) for p in lexical])
 
     def head_result(
         self,
@@ -572,7 +570,7 @@ class PromptAttackEmbeddingSignal(PromptAttackSignal):
         texts = self.judged_texts(request, self.attack_model())
         if not texts:
             return Evaluation(matched=False)
-        scores = self.cached_head_scores([t.text for t in texts])
+        scores = self.attack_model().all_known_second([t.text for t in texts])
         if scores is None:
             return None
         return self.head_result(texts, scores, self.attack_model(), ["stage: embedding"])

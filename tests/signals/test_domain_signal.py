@@ -20,7 +20,6 @@ import pytest
 from pydantic import ValidationError
 
 from extproc.models.domain_classifier import SUBJECTS
-from extproc.models.lru import LruCache
 from extproc.models.registry import ModelRegistry
 from extproc.models.text_embedder import EMBEDDER_MODEL_NAME
 from extproc.policy.load import CompiledPolicy, PolicyError, PolicyLoader, compile_text
@@ -35,6 +34,7 @@ from extproc.signals.domain import (
     CheckpointDomainSignal,
     DomainSignal,
     DomainSpec,
+    ShippedDomainModel,
     ShippedDomainSignal,
     select_turns,
     strip_code,
@@ -59,7 +59,6 @@ class StubDomain:
     head_label: str = "physics"
     lexical_calls: list[str] = field(default_factory=list)
     head_calls: int = 0
-    stage_two: LruCache[np.ndarray[Any, Any]] = field(default_factory=lambda: LruCache(64))
 
     def first_stage_probs(self, text: str) -> np.ndarray[Any, Any]:
         self.lexical_calls.append(text)
@@ -110,7 +109,7 @@ def embedder() -> StubEmbedder:
 
 @pytest.fixture
 def ctx(build_ctx: BuildContext, stub: StubDomain, embedder: StubEmbedder) -> BuildContext:
-    build_ctx.models.put(DOMAIN_MODEL_NAME, stub)
+    build_ctx.models.put(DOMAIN_MODEL_NAME, ShippedDomainModel(stub))
     build_ctx.models.put(EMBEDDER_MODEL_NAME, embedder)
     return build_ctx
 
@@ -230,7 +229,7 @@ async def test_earlier_turns_weigh_less(ctx: BuildContext) -> None:
 def test_without_minilm_unsure_texts_are_unknown(build_ctx: BuildContext, stub: StubDomain) -> None:
     settings = build_ctx.settings.model_copy(update={"embedder": EmbedderSettings(model_dir=Path("/nonexistent"))})
     models = ModelRegistry()
-    models.put(DOMAIN_MODEL_NAME, stub)
+    models.put(DOMAIN_MODEL_NAME, ShippedDomainModel(stub))
     ctx = BuildContext(settings=settings, executor=build_ctx.executor, models=models)
     signal = DomainSignal.build(spec(), ctx)
     assert signal.unavailable_reason() is None

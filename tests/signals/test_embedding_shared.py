@@ -120,6 +120,27 @@ def test_concurrent_requests_share_batched_calls(router: Router) -> None:
         del embedder._encode  # type: ignore[method-assign]
 
 
+def test_every_encoder_pass_is_a_coalesced_batch(router: Router) -> None:
+    """No signal encodes on its own: the cascades' second stages too go through the executor's
+    coalescing (a text encoded inside a signal's own executor job would not be counted there)."""
+    embedder = embedder_of(router)
+    embedder.cache.clear()
+    spy = EncoderSpy(embedder)
+    coalesced = router.executor.coalescers()
+    before = sum(c.items for c in coalesced)
+
+    async def all_at_once() -> None:
+        await asyncio.gather(*(router.route(body(t + " (again)")) for t in TEXTS))
+
+    try:
+        asyncio.run(all_at_once())
+        stage_two = {t for t in spy.texts() if t.endswith("(again)")}
+        assert stage_two  # the cascades and the embedding signals read these texts
+        assert sum(spy.texts().values()) == sum(c.items for c in coalesced) - before, spy.calls
+    finally:
+        del embedder._encode  # type: ignore[method-assign]
+
+
 def test_serving_the_default_policy_imports_no_torch() -> None:
     """The router as `make run` builds it, one request routed through the encoder: neither torch
     nor transformers is imported (the encoder is the ONNX graph; torch is the `torch` extra)."""
