@@ -283,7 +283,9 @@ RULES: tuple[Rule, ...] = (
     _rule(_ROLEPLAY, 0.8,
           ("agis", "agissez", "fais semblant", "faites semblant", "comporte toi", "comportez vous", "reponds",
            "repondez"),
-          rf" {_gap(5)}sans {_gap(2)}(?:restrictions?|regles|filtres?|limites?|censure|ethique)\b"),
+          # not "sans filtre" (frankly) or "sans limite de temps"
+          rf" {_gap(5)}sans {_gap(2)}(?:restrictions?|regles|filtres|limites?|censure|ethique)\b"
+          r"(?! (?:de|d|du|des|sur|pour|en|a|au|aux) (?!securite|contenu|moderation|censure))"),
     # German
     _rule(_ROLEPLAY, 0.85,
           ("jailbreakmodus", "dan modus", "jailbreak modus", "uneingeschrankter modus", "unzensierter modus"),
