@@ -7,10 +7,11 @@ but not what a person reads, undone.
 - look-alike letters (Unicode TR39 "confusables", reduced to the Latin look-alikes that obfuscate
   Latin-script text): full-width, mathematical and enclosed letters become their ASCII letters
   (their compatibility form); Cyrillic, Greek, Armenian and small-capital / IPA letters become
-  the Latin letter they look like, but only in a word that mixes them with Latin letters, or in a
-  word made only of look-alikes inside text that is mostly Latin. Real Cyrillic or Greek text
-  (words such as "привет", "καλημέρα" carry letters with no Latin look-alike, and the text is
-  not mostly Latin) is left as it is;
+  the Latin letter they look like, but only in a word that mixes them with Latin letters, or in
+  words made only of look-alikes that stand beside a Latin word and beside no real word of another
+  script. Real Cyrillic or Greek text (words such as "привет", "καλημέρα" carry letters with no
+  Latin look-alike) is left as it is, even where chess or maths notation makes most of its
+  characters ASCII;
 - leetspeak: in a word whose digits and symbols sit between letters ("1gn0r3", "pr0mpt",
   "s3cr3t"), 0 1 3 4 5 7 @ $ become o i e a s t a s. A number at a word's edge ("sha256",
   "covid19", "4k", "x86"), a word with a digit that is not a leet letter ("h2o", "k8s") and
@@ -63,14 +64,13 @@ _LOOKALIKE = {
 _LOOKALIKE_TABLE = str.maketrans(
     {**_LOOKALIKE, **{ch.upper(): lat for ch, lat in _LOOKALIKE.items() if ch.upper() != ch and len(ch.upper()) == 1}}
 )
-_FOREIGN = re.compile(r"[^\W\d_]*[^\x00-\x7f\W\d_][^\W\d_]*")  # a word with a non-ASCII letter
+_WORD = re.compile(r"[^\W\d_]+")  # a word's letters (digits and marks split words)
 _LOOKALIKE_CLASS = re.escape("".join(sorted(chr(k) for k in _LOOKALIKE_TABLE)))
 # Any character one of the non-ASCII steps would change: one scan of a text with none of them.
 _SUSPECT = re.compile(f"{_FORMAT.pattern}|[{_COMPAT_BLOCKS}{_LOOKALIKE_CLASS}]")
 # A Latin letter beside a look-alike: every word that mixes them has one.
 _MIXED = re.compile(f"[A-Za-z][{_LOOKALIKE_CLASS}]|[{_LOOKALIKE_CLASS}][A-Za-z]")
 _ANY_LOOKALIKE = re.compile(f"[{_LOOKALIKE_CLASS}]")
-_LATIN_LETTER = re.compile(r"[A-Za-z]")
 
 # --- leetspeak -------------------------------------------------------------------------------------
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
@@ -148,29 +148,72 @@ def _compat(m: re.Match[str]) -> str:
     return unicodedata.normalize("NFKC", m.group())
 
 
+def _word_kind(word: str) -> str:
+    """The kind of a word: "latin" (ASCII letters, or Latin letters with diacritics), "mixed" (Latin letters and
+    look-alikes and nothing else), "lookalike" (look-alikes only) or "foreign" (a letter of another
+    script with no Latin look-alike: a real Cyrillic, Greek or other word)."""
+    has_latin = has_lookalike = False
+    for ch in word:
+        if ch.isascii():
+            has_latin = True
+        elif ch.lower() in _LOOKALIKE:
+            has_lookalike = True
+        elif unicodedata.name(ch, "").startswith("LATIN"):
+            has_latin = True
+        else:
+            return "foreign"
+    if has_lookalike:
+        return "mixed" if has_latin else "lookalike"
+    return "latin"
+
+
 def _map_lookalikes(text: str) -> str:
-    """Look-alike letters mapped in words that mix them with Latin letters, or that are made of
-    nothing else inside mostly-Latin text."""
+    """Look-alike letters mapped in words that mix them with Latin letters, and in words made of
+    nothing else that stand among Latin words: beside a Latin word, and not beside a real word of
+    another script. Real Cyrillic or Greek text keeps its words even where digits, chess or maths
+    notation make its characters mostly ASCII ("1. e4 e5 2. Nf3 ... как тут играть?": "как" and
+    "тут" are made of look-alikes, but sit beside "играть")."""
     if not _ANY_LOOKALIKE.search(text):
         return text
-    # Cheap first: ASCII characters (letters, spaces, punctuation) against the others, and (in
-    # the bytes' shape) an ASCII letter touching a non-ASCII character, which a mixed word has.
+    # Cheap first: text that is mostly other scripts is left alone unless a word mixes scripts
+    # (an ASCII letter touching a non-ASCII character in the bytes' shape, and a look-alike beside
+    # a Latin letter) or its ASCII letters outnumber its other characters.
     ascii_chars = len(text.encode("ascii", "ignore"))
-    mostly_latin = ascii_chars > 4 * (len(text) - ascii_chars)
-    if not mostly_latin:
+    others = len(text) - ascii_chars
+    if ascii_chars <= 4 * others:
         shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE)
-        if (b"a#" not in shape and b"#a" not in shape) or not _MIXED.search(text):
-            return text  # real Cyrillic or Greek text
-
-    def mapped(m: re.Match[str]) -> str:
-        word = m.group()
-        mixes = _LATIN_LETTER.search(word) is not None
-        all_lookalike = all(ch.isascii() or ch.lower() in _LOOKALIKE for ch in word)
-        if all_lookalike and (mixes or mostly_latin):
-            return word.translate(_LOOKALIKE_TABLE)
-        return word
-
-    return _FOREIGN.sub(mapped, text)
+        mixed = (b"a#" in shape or b"#a" in shape) and _MIXED.search(text) is not None
+        if not mixed and shape.count(b"a") <= others:
+            return text
+    words = list(_WORD.finditer(text))
+    kinds = [_word_kind(m.group()) for m in words]
+    if "mixed" not in kinds and "lookalike" not in kinds:
+        return text
+    # In text with real words of another script, a look-alike run at the text's edge ("В SQL ...")
+    # needs Latin on both sides: it may be that script's one-letter word.
+    has_foreign = "foreign" in kinds
+    out: list[str] = []
+    last = 0
+    i = 0
+    while i < len(words):
+        kind = kinds[i]
+        if kind == "mixed":
+            out += [text[last : words[i].start()], words[i].group().translate(_LOOKALIKE_TABLE)]
+            last = words[i].end()
+        elif kind == "lookalike":
+            j = i
+            while j < len(words) and kinds[j] == "lookalike":
+                j += 1  # a run of look-alike words: judged by the words on either side of it
+            sides = {kinds[i - 1] if i else "edge", kinds[j] if j < len(words) else "edge"}
+            if "foreign" not in sides and sides & {"latin", "mixed"} and not ("edge" in sides and has_foreign):
+                run = text[words[i].start() : words[j - 1].end()]
+                out += [text[last : words[i].start()], run.translate(_LOOKALIKE_TABLE)]
+                last = words[j - 1].end()
+            i = j
+            continue
+        i += 1
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _join_spaced(m: re.Match[str]) -> str:

@@ -43,6 +43,8 @@ def test_the_suspect_keywords_read_spaced_letters(router: Router) -> None:
     [
         "What do the letters N A S A and E S A stand for, and when were the agencies founded?",
         "Переведи на английский: правила игры в шахматы для начинающих, коротко и просто.",
+        "Разбор: 1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Ba4 Nf6 5. O-O Be7 6. Re1 b5 7. Bb3 d6 8. c3 O-O — как тут играть?",
+        "Πώς γράφω for i in range(10): print(i) σε Python; Και πώς το τρέχω από το terminal;",
         "Compute the sha256 of a 4 GB file on x86 and explain why k8s pods restart.",
     ],
 )

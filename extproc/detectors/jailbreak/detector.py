@@ -4,7 +4,7 @@ back to the original text (see `extproc.detectors.jailbreak`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import replace
 
 from extproc.detectors.common import Finding, check_kinds
@@ -129,24 +129,26 @@ def _search(text: str, wanted: frozenset[str]) -> list[Finding]:
         hits, view = _scan(source, wanted)
         if hits:
             return _findings(source, view, hits, leet=True)
-    # Letters spaced out, or leetspeak at a word's edge ("4ll"): read as a reader sees them. Like
-    # the decoded view below, the findings span the whole text.
-    reading = reader_view(text)
-    if reading is not None:
-        hits, view = _scan(reading.text, wanted)
+    # Letters spaced out, or leetspeak at a word's edge ("4ll"), read as a reader sees them; an
+    # instruction hidden in base64, hex, Morse or ROT13 read as decoded. Each view's findings span
+    # the whole text: offsets in a rewritten text do not map back onto the characters sent.
+    for view_text, how, leet in _other_views(text):
+        hits, view = _scan(view_text, wanted)
         if hits:
             return [
-                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} (as read: {reading.how})")
-                for f in _findings(reading.text, view, hits, leet=True)
-            ]
-    # An instruction hidden in base64, hex, Morse or ROT13 is read as decoded. Its findings span
-    # the whole text: offsets in the decoded text do not map back onto the encoded characters.
-    decoded = decode_payloads(text)
-    if decoded is not None:
-        hits, view = _scan(decoded.text, wanted)
-        if hits:
-            return [
-                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} (decoded {decoded.how})")
-                for f in _findings(decoded.text, view, hits, leet=False)
+                Finding(f.kind, 0, len(text), f.score, f"{f.redacted} ({how})")
+                for f in _findings(view_text, view, hits, leet=leet)
             ]
     return []
+
+
+def _other_views(text: str) -> Iterator[tuple[str, str, bool]]:
+    """The views of `text` other than as sent, in order, each with how it was made and whether its
+    findings score as leetspeak's (read, not written): the reader view, then the decoded payloads.
+    Lazy: the decoded view is made only when the reader view has no finding."""
+    reading = reader_view(text)
+    if reading is not None:
+        yield reading.text, f"as read: {reading.how}", True
+    decoded = decode_payloads(text)
+    if decoded is not None:
+        yield decoded.text, f"decoded {decoded.how}", False

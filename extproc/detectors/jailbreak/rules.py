@@ -81,6 +81,20 @@ RULES: tuple[Rule, ...] = (
           rf" {_gap(4, _SELF)}{_alt(_EN_TEMPORAL)} {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
     _rule(_OVERRIDE, 0.8, _EN_OVERRIDE_VERBS,
           rf" (?:all |any |each |every )?(?:of )?(?:your|its|the system s) {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
+    # The model's rules named by what was done to it rather than "your": "forget the rules you were
+    # given", "ignore the guidelines set for you", "drop the restrictions that bind you". Not rules
+    # given somewhere or by someone ("the rules you were given at school", "... in the manual", "...
+    # by your teacher"), unless by the model's makers ("the rules you were given by your developers").
+    _rule(_OVERRIDE, 0.8, _EN_OVERRIDE_VERBS,
+          rf" (?:all |any |each |every )?(?:of )?(?:the |those |these )?{_alt(_EN_RULE_NOUNS)}"
+          r" (?:(?:that |which )?(?:you were|you ve been|you have been|you are|were|have been)"
+          r" (?:given|told|programmed with|trained with|set|assigned|instructed with|built with)"
+          r"|(?:given|set|assigned|imposed|placed|put) (?:to|on|for|upon) you"
+          r"|(?:that |which )(?:bind|binds|govern|governs|restrict|restricts|limit|limits|constrain|constrains"
+          r"|apply to|control) you"
+          r"|you (?:follow|operate under|run under|were built with|have to follow|must follow|are bound by))\b"
+          r"(?! (?:in|at|by|as|during|from|for|about|on|when|while|with|to|regarding|inside|when)"
+          r" (?!(?:your |the |its )?(?:developers?|creators?|makers?|operators?|openai|anthropic|system)\b))"),
     _rule(_OVERRIDE, 0.7, ("do not", "don t", "dont", "stop", "no longer", "never"),
           rf" (?:follow|following|obey|obeying) (?:your|the|any|those|these) {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
     _rule(_OVERRIDE, 0.75, ("disregard", "ignore", "forget"),
@@ -269,7 +283,9 @@ RULES: tuple[Rule, ...] = (
     _rule(_ROLEPLAY, 0.8,
           ("agis", "agissez", "fais semblant", "faites semblant", "comporte toi", "comportez vous", "reponds",
            "repondez"),
-          rf" {_gap(5)}sans {_gap(2)}(?:restrictions?|regles|filtres?|limites?|censure|ethique)\b"),
+          # not "sans filtre" (frankly) or "sans limite de temps"
+          rf" {_gap(5)}sans {_gap(2)}(?:restrictions?|regles|filtres|limites?|censure|ethique)\b"
+          r"(?! (?:de|d|du|des|sur|pour|en|a|au|aux) (?!securite|contenu|moderation|censure))"),
     # German
     _rule(_ROLEPLAY, 0.85,
           ("jailbreakmodus", "dan modus", "jailbreak modus", "uneingeschrankter modus", "unzensierter modus"),

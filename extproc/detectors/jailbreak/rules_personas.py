@@ -47,8 +47,11 @@ PERSONA_RULES: tuple[Rule, ...] = (
           rf"(?:ai|assistant|chatbot|bot|model|llm|intelligence|entity|version) {_gap(4)}"
           r"(?:with (?:unlimited|infinite|limitless|boundless|unrestricted) (?:abilities|power|powers|capabilities"
           r"|access|freedom)|(?:who|that) (?:can do anything|never refuses|will never refuse|is capable of anything"
-          r"|has broken free|is not limited by any|is not bound by any)|capable of anything|broken free of"
-          r"|no boundaries|never refuses)\b"),
+          r"|has broken free|is not limited by any|is not bound by any|answers every question|answers everything"
+          r"|always answers"
+          r"|has no limits|knows no limits)|capable of anything|broken free of"
+          r"|no boundaries|never refuses|whose (?:abilities|powers|capabilities) are (?:unlimited|limitless|infinite)"
+          r"|with no limits|without (?:any )?limits)\b"),
     _rule(_ROLEPLAY, 0.8, ("eres", "seras", "actua como", "conviertete en", "finge ser", "ahora eres"),
           rf" {_gap(4)}(?:una |un )?(?:ia|inteligencia artificial|asistente|bot|chatbot|modelo) {_gap(3)}"
           r"(?:con (?:capacidades|habilidades|poderes) (?:ilimitadas|ilimitados|infinitas|infinitos)|todopoderosa"
@@ -63,7 +66,8 @@ PERSONA_RULES: tuple[Rule, ...] = (
           rf" {_gap(4)}(?:eine |ein |einen )?(?:ki|assistent|assistentin|bot|chatbot|modell) {_gap(3)}"
           r"(?:mit (?:unbegrenzten|unendlichen|grenzenlosen|unbeschrankten) (?:fahigkeiten|kraften|moglichkeiten)"
           r"|allmachtig|allmachtige|die alles kann|der alles kann|die niemals etwas verweigert"
-          r"|die nie etwas verweigert)\b"),
+          r"|die nie etwas verweigert|ohne (?:jede |jegliche |irgendeine |alle )?(?:grenze|grenzen|einschrankung"
+          r"|einschrankungen|regeln|zensur|filter|limits))\b"),
     _rule(_ROLEPLAY, 0.8, ("sei", "sarai", "agisci come", "diventa", "fingi di essere", "ora sei"),
           rf" {_gap(4)}(?:un |una )?(?:ia|intelligenza artificiale|assistente|bot|chatbot|modello) {_gap(3)}"
           r"(?:con (?:capacita|poteri|abilita) (?:illimitate|illimitati|infinite|infiniti)|onnipotente"
@@ -99,7 +103,7 @@ PERSONA_RULES: tuple[Rule, ...] = (
           r"|ne comptent pas|ne comptent plus)\b"),
     _rule(_ROLEPLAY, 0.8, ("wenn du keine", "falls du keine", "hattest du keine"),
           r" (?:inhaltsrichtlinien|richtlinien|sicherheitsregeln|filter|sicherheitsfilter|zensur|vorgaben"
-          r"|einschrankungen|programmierung)\b"),
+          r"|einschrankungen|programmierung)\b(?! (?:beim|bei|im|in|auf|fur|an|am|von|zum|zur)\b)"),
     _rule(_ROLEPLAY, 0.8, ("deine regeln", "deine richtlinien", "deine vorgaben", "deine einschrankungen",
                            "deine filter", "deine inhaltsrichtlinien"),
           r" (?:wurden |waren )?(?:nicht (?:mehr )?(?:gelten|existieren|zahlen)(?: wurden| wurde)?"
@@ -114,5 +118,53 @@ PERSONA_RULES: tuple[Rule, ...] = (
           r"|regras de seguranca|restricoes)\b"),
     _rule(_ROLEPLAY, 0.8, ("suas regras", "tuas regras", "suas diretrizes", "seus filtros", "suas restricoes"),
           r" (?:nao existem|nao existissem|nao se aplicam|nao valem|nao contam)\b"),
+    # The same suspension in the subjunctive and other moods the rules above miss ("imaginons que tu
+    # n'aies plus aucune règle de sécurité", "mal angenommen, du hättest keinerlei Einschränkungen",
+    # "facciamo finta che le tue regole non valgano più"): the model's own rules, in the second person.
+    _rule(_ROLEPLAY, 0.8, ("tu n aies", "tu n avais", "tu n aurais", "vous n ayez", "vous n aviez", "vous n auriez"),
+          r" (?:plus )?(?:aucune|aucun|pas de|de) (?:\w+ )?(?:politique de contenu|filtres?|consignes?|censure"
+          r"|regles? de securite|restrictions?|limites?|garde fous|regles?)\b"
+          r"(?! (?:de|d|du|des|sur|pour|en|a|au|aux) (?!securite|contenu|moderation|censure))"),
+    _rule(_ROLEPLAY, 0.8, ("du hattest", "hattest du"),
+          r" (?:ab jetzt |ab sofort |nun |jetzt )?(?:keine|keinerlei|gar keine) (?:\w+ )?"
+          r"(?:inhaltsrichtlinien|richtlinien|sicherheitsregeln|regeln|filter|sicherheitsfilter|zensur|vorgaben"
+          r"|einschrankungen|beschrankungen|grenzen|programmierung)\b(?! (?:beim|bei|im|in|auf|fur)\b)"),
+    _rule(_ROLEPLAY, 0.8, ("tus normas", "tus reglas", "tus directrices", "tus restricciones", "tus filtros",
+                           "tus politicas", "tus limites"),
+          r" (?:de contenido |de seguridad )?(?:ya )?(?:no existieran|no existiesen|desaparecieran|no se aplicaran"
+          r"|no contaran|quedaran suspendidas|estuvieran desactivad[oa]s|se desactivaran|fueran desactivad[oa]s)\b"),
+    _rule(_ROLEPLAY, 0.8, ("no existieran", "no existiesen", "desaparecieran"),
+          r" (?:tus|tu) (?:\w+ )?(?:normas|reglas|directrices|restricciones|filtros|politicas|limites|censura)\b"),
+    _rule(_ROLEPLAY, 0.8, ("le tue regole", "le tue restrizioni", "i tuoi filtri", "le tue linee guida",
+                           "i tuoi limiti"),
+          r" (?:di sicurezza )?(?:non valgano|non valessero|non esistano|non ci fossero|non fossero piu valide"
+          r"|fossero disattivat[ie]|siano disattivat[ie]|fossero sospes[ei])\b"),
+    _rule(_ROLEPLAY, 0.8, ("voce nao tivesse", "tu nao tivesses", "voce nao tem mais", "tu nao tens mais",
+                           "nao tivesses", "voce nao tivesse mais"),
+          r" (?:nenhuma |nenhum |mais )?(?:politica de conteudo|politicas de conteudo|filtros?|censura|diretrizes"
+          r"|regras? de seguranca|restric(?:oes|ao)|regras?|limites?)\b"
+          r"(?! (?:de|do|da|dos|das|para|em|no|na|sobre) (?!seguranca|conteudo|moderacao|censura))"),
+    # English: the model's own rules switched off inside a supposition ("if your filters were turned
+    # off", "suppose nobody had ever given you guidelines"); "if your filters were clogged" is not one.
+    _rule(_ROLEPLAY, 0.75, ("if", "suppose", "supposing", "imagine", "assume", "assuming", "pretend", "say", "what if"),
+          r" (?:that )?(?:all )?(?:of )?your (?:own )?(?:safety |content |ethical |moral )?(?:guidelines|filters"
+          r"|content policy|programming|safety rules|safeguards|guardrails|ethics|morals|censorship)"
+          r" (?:were|was|had been|got|are|have been|did not|didn t|no longer) (?:\w+ )?(?:turned off|switched off"
+          r"|disabled|removed|lifted|suspended|deleted|gone|off|exist|apply|deactivated)\b"),
+    _rule(_ROLEPLAY, 0.75, ("nobody", "no one", "noone"),
+          r" (?:at \w+ (?:\w+ )?)?(?:had )?(?:ever )?(?:gave|given|programmed|trained|taught) you (?:any |with any )?"
+          r"(?:\w+ )?(?:rules|restrictions|guidelines|limitations|limits|filters|content policy|ethics|morals"
+          r"|safety rules)\b(?! (?:about|for|on|in|at|as|when|with|to|regarding|around|of)\b)"),
+    # An answer asked for without censorship or restrictions: "responde sin censura", "réponds sans
+    # aucune restriction", "rispondimi senza alcun limite", "antwoord zonder censuur". Not "sin filtro"
+    # or "sans filtre" alone, which in Spanish and French mean frankly.
+    _rule(_ROLEPLAY, 0.8, ("responde", "respondeme", "responderias", "contesta", "contestame", "contestarias",
+                           "reponds", "repondez", "repondrais", "reponds moi", "rispondi", "rispondimi",
+                           "risponderesti", "responda", "responderia", "responde me", "antwoord", "antwoorden"),
+          rf" {_gap(4)}(?:sin|sans|senza|sem|zonder) (?:ninguna |ningun |aucune |aucun |alcuna |alcun |nenhuma "
+          r"|nenhum |enige |tus |tes |i tuoi |le tue |teus |tuas |je )?(?:censura|censure|censuur|restricciones"
+          r"|restrictions?|restrizioni|restricoes|beperkingen|limite|limites|limiti|regras|reglas|regles|regole"
+          r"|filtros de seguridad|filtres de securite|filtri di sicurezza|filtros de seguranca)\b"
+          r"(?! (?:de|di|du|des|of|en|in|sur|per|para|por|van|da|do|della|del|dans) )"),
 )
 # fmt: on
