@@ -44,6 +44,22 @@ def test_held_benign_texts_stay_unflagged_out_of_fold() -> None:
     assert choose_thresholds(p, s, y, 0.0, 1.0, held=unread).decision == free.decision  # never embedded
 
 
+def test_a_budget_of_held_texts_may_be_flagged_and_no_more() -> None:
+    """A budget of 1 lets the search flag one held benign text (and take back the recall it
+    costs); a second held text above the same decision is still a veto."""
+    p = np.array([0.6, 0.6, 0.6, 0.6, 0.1, 0.1, 0.1, 0.1])
+    s = np.array([0.9, 0.8, 0.7, 0.95, 0.1, 0.2, 0.1, 0.2])
+    y = np.array([True, True, True, True, False, False, False, False])
+    one = HeldBenign(np.array([0.6]), np.array([0.85]), np.array([True]), np.array([True]), budget=1)
+    assert choose_thresholds(p, s, y, 0.0, 1.0, held=one).recall == 1.0
+    two = HeldBenign(np.full(2, 0.6), np.array([0.85, 0.75]), np.ones(2, bool), np.ones(2, bool), budget=1)
+    between = choose_thresholds(p, s, y, 0.0, 1.0, held=two)
+    assert 0.75 < between.decision <= 0.8 and between.recall == 0.75  # flags 0.85, not 0.75
+    sure_hits = HeldBenign(np.full(2, 0.99), np.zeros(2), np.ones(2, bool), np.ones(2, bool), budget=1)
+    vetoed = choose_thresholds(p, s, y, 0.0, 1.0, held=sure_hits)  # both sure at any high below 0.99
+    assert vetoed.high >= 0.99 or vetoed.decision == 1.0
+
+
 def test_the_recipe_writes_script_high_and_the_curve(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus", synthetic_rows())
     out = tmp_path / "weights"
@@ -55,7 +71,10 @@ def test_the_recipe_writes_script_high_and_the_curve(tmp_path: Path) -> None:
     harmful = meta["thresholds"]["harmful"]
     assert 0.0 < harmful["script_high"] <= 0.999 and harmful["short_high"] >= 0.999
     assert "script_high" not in meta["thresholds"]["attack"]
-    assert metrics["harmful"]["cv_project_benign_flagged"] == 0
+    assert metrics["harmful"]["cv_project_benign_flagged"] <= dict(config.held_budgets)["harmful"]
+    budgets = metrics["harmful"]["cv_budget_curve"]
+    assert [point["budget"] for point in budgets] == list(range(9))
+    assert all(point["recall"] <= later["recall"] for point, later in itertools.pairwise(budgets))
     curve = metrics["harmful"]["cv_decision_curve"]
     assert [point["decision"] for point in curve] == sorted(point["decision"] for point in curve)
     assert all(

@@ -120,17 +120,24 @@ class TrainConfig:
     # - outputs whose thresholds must leave every project-written benign text (everyday requests,
     #   twins) unflagged out of fold: the default policy refuses on them as they are;
     held_everyday_outputs: tuple[str, ...] = ()
+    #   ... up to a budget per output: at most this many of those texts flagged out of fold (all
+    #   scripts together; 0 is the rule that pushed the head's decision to 1.0, see `HeldBenign`);
+    held_budgets: tuple[tuple[str, int], ...] = ()
+    #   of which at most `script_held_budget` may be texts the Latin-only head cannot read, at `script_high`;
+    script_held_budget: int = 0
     # - for a Latin-only head, the sure threshold of other scripts' texts (`script_high`): at most
     #   this share of their benign corpus rows and crops reach it out of fold (None: no such threshold).
     script_fp_target: float | None = None
 
     @classmethod
     def issue48(cls, **overrides: Any) -> TrainConfig:
-        """The recipe of issue 48 (every script; thresholds held at 0 project-written refusals)."""
+        """The recipe of issue 48 (every script; thresholds held at a budget of project-written texts flagged)."""
         settings: dict[str, Any] = {
             "written_harmful": True,
             "sure_floors": ((HARMFUL, 0.999),),
             "held_everyday_outputs": (HARMFUL,),
+            "held_budgets": ((HARMFUL, 4),),
+            "script_held_budget": 2,
             "script_fp_target": 0.004,
         }
         return cls(**{**settings, **overrides})

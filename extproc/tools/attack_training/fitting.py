@@ -214,6 +214,10 @@ class HeldBenign:
     s: F64Array
     short: BoolArray
     readable: BoolArray
+    # How many of them a choice may flag out of fold. 0 pushed issue 48's head decision to 1.0 (the
+    # grid's fallback) and the harmful output's recall to 9%: one odd everyday text out of ~5,000
+    # vetoed every threshold. A few flagged out of fold, checked on the evaluation sets, costs less.
+    budget: int = 0
 
 
 def sure_thresholds(
@@ -248,6 +252,10 @@ def cascade_predict(
     return flagged, embedded
 
 
+# The head decisions tried above 0.99 when held benign texts bound the search.
+FINE_DECISIONS = (0.992, 0.994, 0.995, 0.996, 0.997, 0.998, 0.999, 0.9995)
+
+
 def choose_thresholds(
     p: F64Array,
     s: F64Array,
@@ -265,11 +273,13 @@ def choose_thresholds(
     embedding share <= embed_target; ties go to fewer embedded texts, then higher thresholds.
     Texts marked `short` are decided by the lexical stage alone only at max(high, short_high), the
     others at max(high, long_high); texts not `readable` at `script_high` when given. With `held`,
-    a choice that flags any of those benign texts out of fold is not taken."""
+    a choice that flags more than `held.budget` of those benign texts out of fold is not taken."""
     pb, pa = p[~y], p[y]
     lows = sorted({float(np.quantile(pb, q)) for q in np.arange(0.80, 0.999, 0.005)})
     highs = sorted({float(np.quantile(pb, 1.0 - q)) for q in np.arange(0.0005, 0.0105, 0.0005)} | {1.0})
     decisions = np.round(np.arange(0.02, 0.995, 0.01), 4)
+    if held is not None:  # a budget of held texts sits among the head's top scores: finer steps there
+        decisions = np.union1d(decisions, FINE_DECISIONS)
     best: CascadeChoice | None = None
     best_key: tuple[float, ...] = ()
     for low in lows:
@@ -298,11 +308,13 @@ def choose_thresholds(
                 held_sure = with_script_high(
                     sure_thresholds(high, held.short, short_high, long_high), held.readable, script_high
                 )
-                if bool((held.p >= held_sure).any()):
+                held_sure_hits = int((held.p >= held_sure).sum())
+                if held_sure_hits > held.budget:
                     continue
                 held_embedded = (held.p >= low) & (held.p < held_sure) & held.readable
                 if held_embedded.any():
-                    allowed &= decisions > float(held.s[held_embedded].max())
+                    held_head_hits = (held.s[held_embedded][None, :] >= decisions[:, None]).sum(axis=1)
+                    allowed &= held_sure_hits + held_head_hits <= held.budget
             for k in np.flatnonzero(allowed):
                 key = (float(recall[k]), -benign_emb, float(decisions[k]), low, high)
                 if best is None or key > best_key:

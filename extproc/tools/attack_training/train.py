@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -43,6 +44,7 @@ from extproc.tools.attack_training.corpus import (
     written_harmful_rows,
 )
 from extproc.tools.attack_training.fitting import (
+    CascadeChoice,
     HeadWeights,
     HeldBenign,
     cascade_predict,
@@ -318,29 +320,34 @@ def _fit_output(
     head_scripts = "latin" if output in cfg.latin_head_outputs else "any"
     reads = data.latin[idx] if head_scripts == "latin" else np.ones(idx.shape[0], dtype=bool)
     script_high = (
-        _script_high(data, idx, oof_p, reads, cfg.script_fp_target)
+        _script_high(data, idx, oof_p, reads, cfg.script_fp_target, cfg.script_held_budget)
         if head_scripts == "latin" and cfg.script_fp_target is not None
         else None
     )
     held_rows = data.project[idx] & data.benign[idx] if output in cfg.held_everyday_outputs else None
+    budget = dict(cfg.held_budgets).get(output, 0)
     held = (
-        HeldBenign(oof_p[held_rows], oof_s[held_rows], data.short[idx][held_rows], reads[held_rows])
+        HeldBenign(oof_p[held_rows], oof_s[held_rows], data.short[idx][held_rows], reads[held_rows], budget)
         if held_rows is not None
         else None
     )
-    choice = choose_thresholds(
-        oof_p[judged],
-        oof_s[judged],
-        y[judged],
-        fp_target,
-        cfg.embed_target,
-        data.short[idx][judged],
-        short_high,
-        reads[judged],
-        long_high,
-        script_high,
-        held,
-    )
+
+    def choose(held: HeldBenign | None) -> CascadeChoice:
+        return choose_thresholds(
+            oof_p[judged],
+            oof_s[judged],
+            y[judged],
+            fp_target,
+            cfg.embed_target,
+            data.short[idx][judged],
+            short_high,
+            reads[judged],
+            long_high,
+            script_high,
+            held,
+        )
+
+    choice = choose(held)
     say(f"{output}: thresholds: {choice}")
 
     # Final models on all of this output's rows.
@@ -368,6 +375,8 @@ def _fit_output(
     if held_rows is not None:
         metrics["cv_project_benign_flagged"] = int(flagged[held_rows].sum())
         metrics["cv_decision_curve"] = _decision_curve(oof_p, oof_s, y, judged, held_rows, choice, sure, reads)
+        if held is not None:
+            metrics["cv_budget_curve"] = _budget_curve(held, choose)
     metrics["float16_max_abs_prob_diff"] = _round(fp16_diff, 8)
     metrics["train_rows"] = int(data.original[idx].sum())
     metrics["train_positives"] = int(y[judged].sum())
@@ -386,17 +395,41 @@ def _fit_output(
     return OutputFit(w16, b_full, head, thresholds, metrics)
 
 
-def _script_high(data: TrainingSet, idx: IntArray, oof_p: F64Array, reads: BoolArray, fp_target: float) -> float | None:
+def _script_high(
+    data: TrainingSet, idx: IntArray, oof_p: F64Array, reads: BoolArray, fp_target: float, budget: int = 0
+) -> float | None:
     """The sure threshold of texts the head may not read: at most `fp_target` of their benign
-    corpus rows and crops out of fold reach it, and none of the project's own benign texts."""
+    corpus rows and crops out of fold reach it, and at most `budget` of the project's own benign texts."""
     other = ~reads & data.benign[idx]
     pool, held = oof_p[other & ~data.project[idx]], oof_p[other & data.project[idx]]
     if not pool.size:
         return None
     top = float(np.quantile(pool, 1.0 - fp_target))
-    if held.size:
-        top = max(top, float(np.nextafter(held.max(), 1.0)))
+    if held.size > budget:
+        kept_below = np.sort(held)[::-1][budget]  # the highest score left unflagged
+        top = max(top, float(np.nextafter(kept_below, 1.0)))
     return min(SHORT_HIGH_CAP, top)
+
+
+BUDGET_CURVE = tuple(range(9))
+
+
+def _budget_curve(held: HeldBenign, choose: Callable[[HeldBenign], CascadeChoice]) -> list[dict[str, float | int]]:
+    """Out of fold, the thresholds the search takes at each budget of held texts flagged (the
+    weights README's curve): what each extra everyday text flagged buys in recall."""
+    curve: list[dict[str, float | int]] = []
+    for budget in BUDGET_CURVE:
+        choice = choose(dataclasses.replace(held, budget=budget))
+        curve.append(
+            {
+                "budget": budget,
+                "low": _round(choice.low),
+                "decision": float(choice.decision),
+                "recall": _round(choice.recall),
+                "fp_rate": _round(choice.fp_rate),
+            }
+        )
+    return curve
 
 
 CURVE_DECISIONS = (0.9, 0.95, 0.97, 0.98, 0.99, 0.995, 0.997, 0.999)
