@@ -22,7 +22,7 @@ RECIPES = Path(__file__).parent / "vsr_recipes"
 FLOORS = {
     "accuracy": 11,
     "agent": 18,
-    "balance": 48,
+    "balance": 54,
     "feedback": 19,
     "knowledge": 13,
     "mom-v1": 211,
