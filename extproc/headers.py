@@ -53,6 +53,7 @@ OBSERVE_KEY = "observe"  # the store phase is wanted (a cache ticket or a conver
 SELECTION_KEY = "selection"  # x-vsr-selection
 UNKNOWN_MODEL_KEY = "unknown_model"  # x-vsr-unknown-model
 FLEET_KEY = "fleet"  # what the store phase reports to the fleet: the model and when it was sent
+FLEET_FALLBACK_KEY = "fleet_fallback"  # on a failover route: the model Envoy retries on
 TRANSLATE_KEY = "translate"  # the upstream speaks Chat for this Messages request (routes rewrite the path)
 
 # In `vsr.request` (copied or moved there by Envoy from the client's headers):
@@ -73,7 +74,14 @@ REQUEST_ATTRIBUTES = (REQUEST_PATH, REQUEST_METHOD, REQUEST_ID_ATTRIBUTE)
 # What the one-message store filter asks for in place of the response headers: the status.
 # (Envoy cannot send a header as an attribute; the ticket says whether the answer streams.)
 RESPONSE_CODE = "response.code"
-RESPONSE_ATTRIBUTES = (RESPONSE_CODE,)
+# Which host answered and after how many attempts: a failover route's retry on the next model is
+# invisible to the router otherwise (the answer looks like the chosen model's).
+UPSTREAM_ADDRESS = "upstream.address"
+UPSTREAM_ATTEMPTS = "upstream.request_attempt_count"
+RESPONSE_ATTRIBUTES = (RESPONSE_CODE, UPSTREAM_ADDRESS, UPSTREAM_ATTEMPTS)
+# The client's view of the same: set on failover routes' answers from Envoy's own values.
+UPSTREAM_HOST = "x-vsr-upstream-host"
+ATTEMPTS = "x-vsr-attempts"
 
 # -- immediate answers ----------------------------------------------------------------------------
 

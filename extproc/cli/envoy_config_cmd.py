@@ -1,7 +1,10 @@
 """`extproc envoy-config --policy P`: render envoy/envoy.yaml and envoy/ext_proc_filter.yaml.
 
 `--check` compares the files on disk with what the policy renders (exit 1 when they differ);
-`--validate` runs `envoy --mode validate` on the full config.
+`--validate` runs `envoy --mode validate` on the full config. `--xds-dir DIR` writes the config as
+file-based dynamic resources instead (DIR/bootstrap.yaml naming DIR/cds.yaml and DIR/lds.yaml):
+run it again after a policy change and the running Envoy picks the new clusters and routes up, no
+restart (`extproc.ops.envoy_config.dynamic`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--deploy", action="store_true", help="also write docker/envoy.yaml and docker/k8s/envoy-configmap.yaml"
     )
     parser.add_argument("--check", action="store_true", help="fail if the files differ from a fresh render")
+    parser.add_argument(
+        "--xds-dir",
+        type=Path,
+        metavar="DIR",
+        help="write DIR/bootstrap.yaml + cds.yaml + lds.yaml (file-based xDS): rerun after a policy change "
+        "and the running Envoy reloads them without a restart",
+    )
     parser.add_argument("--validate", action="store_true", help="run `envoy --mode validate` on the result")
     parser.add_argument(
         "--upstream",
@@ -113,6 +123,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.stdout:
         sys.stdout.write(full)
+        return 0
+    if args.xds_dir is not None:
+        from extproc.ops.envoy_config.dynamic import write_dynamic
+
+        try:
+            changed = write_dynamic(full, args.xds_dir)
+        except (OSError, ValueError) as exc:
+            print(f"envoy-config: {exc}", file=sys.stderr)
+            return 2
+        for path in changed:
+            print(f"wrote {path}")
+        if not changed:
+            print(f"{args.xds_dir}: unchanged")
         return 0
     files = {args.out_dir / FULL_NAME: full, args.out_dir / SNIPPET_NAME: snippet}
     if args.check:

@@ -9,7 +9,8 @@ Latency is an exponentially decayed mean: a sample's weight halves every `half_l
 estimate nobody refreshes fades (its weight drops under the route's `min_samples`) and the model
 is tried again. Failures: `cooldown_after` failures in a row (5xx, connection failures, Envoy's
 upstream-failure flags) cool the model down for `cooldown_s`; once that passes it is tried again,
-one failure cools it again, one success clears it.
+one failure cools it again, one success clears it. Failovers (a failover route's request answered
+by its fallback, as Envoy tells the store phase) count on both models.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class ModelRecord:
     requests: int = 0
     failures: int = 0
     cooldowns: int = 0
+    failovers: int = 0  # requests Envoy moved off this model onto the route's fallback
+    took_over: int = 0  # requests this model answered as another's fallback
     running: float | None = None
     waiting: float | None = None
     kv_cache: float | None = None
@@ -151,6 +154,11 @@ class Fleet:
         if self.on_change is not None:
             self.on_change(model, record)
 
+    def observe_failover(self, model: str, fallback: str) -> None:
+        """Envoy retried (or spilled) a request of `model` onto `fallback`: counted on both."""
+        self.record(model).failovers += 1
+        self.record(fallback).took_over += 1
+
     def set_load(self, model: str, *, running: float, waiting: float, kv_cache: float | None) -> None:
         record = self.record(model)
         record.running, record.waiting, record.kv_cache = running, waiting, kv_cache
@@ -187,6 +195,8 @@ class Fleet:
                 "requests": record.requests,
                 "failures": record.failures,
                 "cooldowns": record.cooldowns,
+                "failovers": record.failovers,
+                "took_over": record.took_over,
                 "peers": len(record.peers),
             }
         return out

@@ -481,6 +481,8 @@ class FleetMetrics:
             ("requests", "vsr_model_answers", "Upstream answers the router observed for selection"),
             ("failures", "vsr_model_failures", "Answers that failed (5xx, connection failures)"),
             ("cooldowns", "vsr_model_cooldowns", "Times the model was cooled down after failures"),
+            ("failovers", "vsr_model_failovers", "Requests Envoy moved off the model onto the route's fallback"),
+            ("took_over", "vsr_model_failover_answers", "Requests the model answered as another model's fallback"),
         ):
             families.append(_counters(name, documentation, ["model"], {(m,): r[key] for m, r in snapshot.items()}))
         return families

@@ -241,6 +241,19 @@ def request_attributes(request: Any) -> tuple[str | None, str | None]:
     return path, request_id
 
 
+def attribute_text(request: Any, name: str) -> str:
+    """An attribute the filter asked for, as text ("" when absent; numbers without a fraction)."""
+    if vsr.ATTRIBUTES_NAMESPACE not in request.attributes:
+        return ""
+    value = request.attributes[vsr.ATTRIBUTES_NAMESPACE].fields.get(name)
+    if value is None:
+        return ""
+    if value.HasField("number_value"):
+        number = value.number_value
+        return str(int(number)) if number == int(number) else str(number)
+    return str(value.string_value)
+
+
 def response_status_attribute(request: Any) -> int:
     """The upstream response's status from the attributes the one-message store filter asks for
     (0 when absent)."""

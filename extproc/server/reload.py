@@ -207,7 +207,8 @@ class PolicyReloader:
             extra["envoy_changes"] = result.envoy_changes
             log.warning(
                 "policy reloaded, but Envoy's config was rendered for the previous policy: render it again "
-                "(`extproc envoy-config`) and reload Envoy; until then these changes do not take effect: %s",
+                "(`extproc envoy-config`; with `--xds-dir` the running Envoy takes it without a restart) and "
+                "reload Envoy; until then these changes do not take effect: %s",
                 "; ".join(result.envoy_changes),
                 extra=extra,
             )

@@ -61,11 +61,14 @@ class ResponseStore:
     def _report_to_fleet(self, request: Any, phase: str) -> bool:
         """The answer's first message: its status and the time since the request was sent go to
         the fleet (latency selection, cooldowns). A 5xx, or no status (Envoy's local reply for a
-        connection failure arrives as 503), counts as a failure."""
+        connection failure arrives as 503), counts as a failure. On a failover route Envoy also
+        says which host answered and after how many attempts (`answered_by`): an answer from the
+        fallback is the chosen model's failure and a failover, counted per model."""
         fleet = self.backends.fleet
         if fleet is None:
             return True
-        ticket = mutations.metadata_strings(request, vsr.DECISION_NAMESPACE).get(vsr.FLEET_KEY)
+        metadata = mutations.metadata_strings(request, vsr.DECISION_NAMESPACE)
+        ticket, fallback = metadata.get(vsr.FLEET_KEY), metadata.get(vsr.FLEET_FALLBACK_KEY, "")
         if ticket is None:
             return True
         sent, _, model = ticket.partition(" ")
@@ -80,7 +83,15 @@ class ResponseStore:
         else:
             return True
         failed = status == 0 or status >= 500
-        fleet.observe(model, failed=failed, latency_s=None if failed else elapsed)
+        answered = answered_by(self.backends, request, model, fallback) if fallback else model
+        if answered == model:
+            fleet.observe(model, failed=failed, latency_s=None if failed else elapsed)
+            return True
+        # The chosen model failed (or Envoy had already ejected it); the fallback answered. Its time
+        # includes the failed attempt, so it is no latency sample of the fallback's.
+        fleet.observe(model, failed=True, latency_s=None)
+        fleet.observe_failover(model, answered)
+        fleet.observe(answered, failed=failed, latency_s=None)
         return True
 
     def _run(self, work: Coroutine[Any, Any, Any]) -> None:
@@ -163,3 +174,17 @@ def _storable(store: StoreState, cache: SemanticCache) -> bool:
         cache.counters.stores["status"] += 1
         return False
     return True
+
+
+def answered_by(backends: Backends, request: Any, model: str, fallback: str) -> str:
+    """Which of a failover route's two models answered, from what Envoy says of the upstream: the
+    host's address when it is the policy address of one of them, else the attempt count (a second
+    attempt is the retry on the aggregate's next priority, the fallback). Without either: `model`."""
+    address = mutations.attribute_text(request, vsr.UPSTREAM_ADDRESS)
+    router = backends.router
+    if address and router is not None:
+        for spec in router.policy.spec.models:
+            if spec.name in (model, fallback) and spec.address == address:
+                return spec.name
+    attempts = mutations.attribute_text(request, vsr.UPSTREAM_ATTEMPTS)
+    return fallback if attempts.isdigit() and int(attempts) > 1 else model

@@ -173,6 +173,11 @@ def decision_metadata(
     if (selection := outcome.selection_header) is not None and model is not None:
         # The store phase reports the answer's status and time to its first byte to the fleet.
         metadata[vsr.SELECTION_KEY] = selection
+        selected = outcome.result.selection
+        fails_over = selected is not None and selected.failover and outcome.cluster != model.cluster
+        if fails_over and selected is not None and selected.fallback is not None:
+            # An answer from it is a failover: the store phase tells them apart by Envoy's attributes.
+            metadata[vsr.FLEET_FALLBACK_KEY] = selected.fallback.name
         metadata[vsr.FLEET_KEY] = fleet_ticket(model.name)
         metadata[vsr.OBSERVE_KEY] = "1"
     return metadata

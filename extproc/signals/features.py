@@ -1,7 +1,10 @@
 """feature: a number measured on the request, tested with a predicate.
 
 Measures: `count` (matches of `regex` in the text, or of `source` items: messages of `roles`,
-tool definitions, images), `exists` (the count is above zero), `density` (matches of `keywords`
+tool definitions, images, `tool_calls` (the assistant's tool calls in the history), `tool_turns`
+(messages that carry a tool call or a tool result: the conversation is inside a tool loop, an
+outstanding call included) or `tool_results` (messages that carry a tool result: completed calls)),
+`exists` (the count is above zero), `density` (matches of `keywords`
 and / or `regex` per length unit of the text) and `sequence` (1 when the markers of one of
 `sequences` appear in order, else 0). Predicates: `gt`, `gte`, `lt`, `lte`, `eq`, or a range
 (`gte` with `lt`, ...); none given: the measure is above zero.
@@ -23,7 +26,9 @@ from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
 Measure = Literal["count", "exists", "density", "sequence"]
-Source = Literal["text", "messages", "tools", "images"]
+Source = Literal["text", "messages", "tools", "images", "tool_calls", "tool_turns", "tool_results"]
+# The text segments a tool loop leaves in the history, by source (see TextSegment.source).
+_TOOL_SEGMENTS = {"tool_turns": ("tool_call", "tool_result"), "tool_results": ("tool_result",)}
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _WORD = re.compile(f"[^\\s{_CJK}]+")
@@ -116,6 +121,13 @@ class FeatureSignal(Signal):
         if spec.source == "images":
             count = len(request.images) + len(request.remote_images)
             return float(count), f"{count} image(s)"
+        if spec.source == "tool_calls":
+            return float(request.tool_call_count), f"{request.tool_call_count} tool call(s) in the history"
+        if spec.source in _TOOL_SEGMENTS:
+            kinds = _TOOL_SEGMENTS[spec.source]
+            turns = {s.message_index for s in request.texts if s.source in kinds}
+            what = "with a tool call or result" if spec.source == "tool_turns" else "with a tool result"
+            return float(len(turns)), f"{len(turns)} message(s) {what}"
         text, total = join_bounded(s.text for s in request.iter_text(spec.roles))
         note = "".join(truncation_note(len(text), total))
         if spec.measure == "sequence":

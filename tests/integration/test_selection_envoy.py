@@ -166,6 +166,31 @@ def test_cooldown_and_recovery(fleet: tuple[LoggedStack, StandIns]) -> None:
     assert back["model-a"] >= 5, back
 
 
+def test_a_failover_is_seen_by_the_client_and_the_router(fleet: tuple[LoggedStack, StandIns]) -> None:
+    """model-a answers 503: Envoy retries each request on model-b. The answer says which host
+    answered after how many attempts; the store phase tells the router, which counts a failover on
+    both models, cools model-a down and stops choosing it (before, the answer looked like model-a's)."""
+    stack, stand_ins = fleet
+    reset(stand_ins)
+    stand_ins["model-a"].fail = True  # healthy to Envoy's checks, but every answer is a 503
+    try:
+        before = fleet_counts(stack)
+        replies = [ask(stack, "failover please") for _ in range(2)]
+        assert [r.status_code for r in replies] == [200, 200]
+        b_host = f"127.0.0.1:{stand_ins['model-b'].port}"
+        assert [(r.headers["x-vsr-upstream-host"], r.headers["x-vsr-attempts"]) for r in replies] == [(b_host, "2")] * 2
+        assert all(r.headers["x-vsr-selection"].startswith("ordered:model-a") for r in replies)
+        after = fleet_counts(stack)
+        assert after["model-a"]["failovers"] - before["model-a"]["failovers"] == 2, (before, after)
+        assert after["model-b"]["took_over"] - before["model-b"]["took_over"] == 2
+        third = ask(stack, "failover please")  # two failures (cooldown_after 2): model-a cools down
+        assert third.status_code == 200 and "skipped:model-a" in third.headers["x-vsr-selection"]
+        assert third.headers["x-stand-in"] == "model-b"
+    finally:
+        reset(stand_ins)
+        time.sleep(1.6)  # model-a's cooldown passes
+
+
 def test_failover_without_a_client_error(fleet: tuple[LoggedStack, StandIns]) -> None:
     stack, stand_ins = fleet
     reset(stand_ins)
@@ -182,6 +207,21 @@ def test_failover_without_a_client_error(fleet: tuple[LoggedStack, StandIns]) ->
     finally:
         stand_ins.up("model-a")
         reset(stand_ins)
+
+
+def fleet_counts(stack: LoggedStack) -> dict[str, dict[str, int]]:
+    """The console's fleet JSON (the admin port): failovers and take-overs per model, once the store
+    phase has reported every answer (it runs after the client has its reply)."""
+    admin = f"http://127.0.0.1:{stack.config.env['VSR_SERVER__ADMIN_PORT']}/v1/console/fleet"
+    last: dict[str, dict[str, int]] = {}
+    for _ in range(20):
+        models = httpx.get(admin, timeout=10).json()["models"]
+        now = {name: {k: row[k] for k in ("failovers", "took_over", "requests")} for name, row in models.items()}
+        if now == last:
+            return now
+        last = now
+        time.sleep(0.2)
+    return last
 
 
 def test_stack_upstream_serves_a_running_server_beside_demo_upstreams(tmp_path: Path) -> None:

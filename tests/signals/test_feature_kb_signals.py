@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from extproc.protocol.openai import parse_request
 from extproc.protocol.request import ApiKind, Role, RoutingRequest, TextSegment
 from extproc.signals.base import BuildContext, SignalContext
 from extproc.signals.features import FeatureSignal, FeatureSpec, length_units
@@ -120,3 +121,29 @@ def test_kb_spec_checks_groups_and_target() -> None:
         KbSpec(type="kb", name="k", labels=KB, groups={"g": ["nope"]})
     with pytest.raises(ValidationError, match="not in the knowledge base"):
         KbSpec(type="kb", name="k", labels=KB, target={"kind": "group", "value": "nope"})
+
+
+def _tool_loop_request(*, pending: bool = False) -> RoutingRequest:
+    """A chat history: the user asks, the assistant calls a tool, the tool answers (unless pending)."""
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "Look up the deployment."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": 7}'}}],
+        },
+    ]
+    if not pending:
+        messages.append({"role": "tool", "tool_call_id": "c1", "content": '{"status": "ready"}'})
+    return parse_request({"model": "auto", "messages": messages})  # the real parser makes the segments
+
+
+def test_tool_loop_sources_count_calls_turns_and_results() -> None:
+    answered, pending = _tool_loop_request(), _tool_loop_request(pending=True)
+    calls, turns, results = (feature(source=s, gte=1) for s in ("tool_calls", "tool_turns", "tool_results"))
+    assert calls.compute(answered).matched and calls.compute(pending).matched
+    assert turns.compute(answered).matched and turns.compute(pending).matched  # an outstanding call is a loop
+    assert results.compute(answered).matched and not results.compute(pending).matched  # no result yet
+    assert "1 message(s) with a tool result" in results.compute(answered).evidence[0]
+    plain = request_of("no tools were called here", tools=["lookup"])
+    assert not any(f.compute(plain).matched for f in (calls, turns, results))

@@ -19,7 +19,16 @@ from extproc.tools.vsr_import.probes import load_probes, score_recipe
 
 RECIPES = Path(__file__).parent / "vsr_recipes"
 # recipe -> probes that must be decided as VSR expects (of the total)
-FLOORS = {"accuracy": 11, "agent": 18, "balance": 48, "feedback": 19, "knowledge": 13, "multi-objective": 111, "privacy": 19}
+FLOORS = {
+    "accuracy": 11,
+    "agent": 18,
+    "balance": 54,
+    "feedback": 19,
+    "knowledge": 13,
+    "mom-v1": 211,
+    "multi-objective": 111,
+    "privacy": 19,
+}
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +127,40 @@ def test_each_probe_goes_to_the_recipe_its_model_names() -> None:
     loop = next(p for p in probes if p.variant == "ordinary_tool_result")
     assert loop.body["messages"][1]["tool_calls"][0]["id"] == "call-1"
     assert loop.body["messages"][2]["tool_call_id"] == "call-1"
+
+
+def test_mom_v1_probes_are_sized_as_vsr_sizes_them() -> None:
+    """The built-in recipe's long-context probes: `padding` around a query splits its copies, and a
+    `generated_text` block fills a message to its byte target (the context bands read the size)."""
+    from extproc.protocol.openai import parse_request
+
+    probes = {p.variant: p for p in load_probes(RECIPES / "mom-v1" / "probes.yaml")}
+    assert len(probes) == 223
+    around = probes["balance_over_240k_text_guard__boundary_orchestration_tools_collision"]
+    text = around.body["messages"][0]["content"]
+    query = "Break this into independent workstreams, then use the inventory lookup tool."
+    assert text.count("Text now.") == 4500 and query in text
+    assert not text.startswith(query) and not text.endswith(query)  # padding on both sides
+    boundary = probes["balance_over_240k_image_guard__image_at_first_over_240k_token"].body
+    parts = boundary["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["text", "text", "image_url"]  # inserted at content_index 1
+    assert sum(len(p["text"].encode()) for p in parts if p["type"] == "text") == 960001
+    tokens = parse_request(boundary).estimated_tokens()
+    assert 240001 <= tokens < 240100  # just over the 240K band's edge, as the probe intends
+    later = probes["accuracy_text_tool_result_synthesis__text_tool_result_from_120k_to_240k"].body["messages"]
+    assert later[3]["content"][0]["text"].startswith("Synthesize") and len(later[3]["content"]) == 2
+    assert probes["vault_sensitive__explicit_identifier"].body["model"] == "vllm-sr/mom-v1-vault"
+
+
+def test_tool_loop_conversation_features_are_carried() -> None:
+    """VSR's tool-loop sources: active_tool_loop (an outstanding call included), assistant_tool_call,
+    assistant_tool_cycle (a completed call), and messages of role non_user."""
+    mom = yaml.safe_load((RECIPES / "mom-v1" / "config.yaml").read_text(encoding="utf-8"))
+    signals = {s["name"]: s for s in import_vsr(mom, recipe="accuracy").policy["signals"]}
+    assert signals["accuracy_active_tool_loop"]["source"] == "tool_turns"
+    assert signals["accuracy_has_tool_result"]["source"] == "tool_results"
+    agent = yaml.safe_load((RECIPES / "agent" / "config.yaml").read_text(encoding="utf-8"))
+    signals = {s["name"]: s for s in import_vsr(agent).policy["signals"]}
+    assert signals["active_tool_use"]["source"] == "tool_calls"
+    assert signals["completed_tool_cycle"]["source"] == "tool_results"
+    assert signals["heavy_non_user"]["roles"] == ["system", "assistant", "tool"]

@@ -137,8 +137,10 @@ def _decision_route(
     else:
         per_filter.update(_no_cache_store(options))
     action = RouteAction(cluster=upstream.cluster, timeout=duration(options.route_timeout_s))
+    envoy_says: list[HeaderValueOption] = []
     if upstream.kind == "failover":
         action.retry_policy = failover_retry()
+        envoy_says = failover_headers()
     return Route(
         name=f"vsr-{upstream.cluster}{suffix}",
         match=RouteMatch(safe_regex=inference.safe_regex, headers=inference.headers, dynamic_metadata=matchers),
@@ -159,9 +161,24 @@ def _decision_route(
             _from_decision(vsr.REASONING, "reasoning"),
             _from_decision(vsr.SELECTION, vsr.SELECTION_KEY),
             _from_decision(vsr.UNKNOWN_MODEL, vsr.UNKNOWN_MODEL_KEY),
+            *envoy_says,
         ],
         typed_per_filter_config=per_filter,
     )
+
+
+def failover_headers() -> list[HeaderValueOption]:
+    """What Envoy tells the client of a failover route's answer: the host that answered and the
+    attempts it took (2: the chosen model failed and the fallback answered). The router reads the
+    same from the store phase's attributes (`upstream.address`, `upstream.request_attempt_count`)."""
+    return [
+        HeaderValueOption(
+            header=HeaderValue(key=name, value=value),
+            append_action=HeaderValueOptionHeaderAppendAction.OVERWRITE_IF_EXISTS_OR_ADD,
+            keep_empty_value=False,
+        )
+        for name, value in ((vsr.UPSTREAM_HOST, "%UPSTREAM_HOST%"), (vsr.ATTEMPTS, "%UPSTREAM_REQUEST_ATTEMPT_COUNT%"))
+    ]
 
 
 def failover_retry() -> RetryPolicy:

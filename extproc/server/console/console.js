@@ -1,7 +1,8 @@
 /* The decision console: plain JS, no build step, no dependencies.
  *
  * Polls GET /v1/console/recent?after=SEQ every second (incremental), /v1/console/stats every two
- * seconds, /healthz and /v1/console/conversations every five, and /v1/console/policy when the policy
+ * seconds, /healthz and /v1/console/conversations every five, /v1/console/fleet every two, and
+ * /v1/console/policy when the policy
  * version changes. The explain
  * form posts to /v1/explain. With an admin token, every fetch sends `Authorization: Bearer`; the
  * token comes from a `#token=...` fragment (then removed from the address bar) or the token bar,
@@ -17,6 +18,7 @@
   const STATS_MS = 2000;
   const HEALTH_MS = 5000;
   const CONVERSATIONS_MS = 5000;
+  const FLEET_MS = 2000;
   // Why a conversation lookup did not keep the request on the conversation's model (ConversationLookup.reason).
   const CONVERSATION_REASONS = {
     no_key: "new conversation: no key yet (this answer teaches one)",
@@ -53,6 +55,7 @@
     policy: null,
     policyVersion: null,
     conversations: null,
+    fleet: null,
     image: null, // {dataUri, name, type, size}
     tab: "json",
   };
@@ -417,6 +420,92 @@
     );
     append(body, rows);
     $("conversations-empty").hidden = rows.length > 0;
+  }
+
+  // -- fleet -----------------------------------------------------------------------------------
+  async function pollFleet() {
+    try {
+      state.fleet = await api("/v1/console/fleet");
+    } catch (err) {
+      if (err instanceof AuthError || err.status !== 503) throw err;
+      state.fleet = null; // no policy loaded yet
+    }
+    renderFleet();
+  }
+
+  function num(value, digits = 0) {
+    return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
+  }
+
+  function fleetState(row) {
+    if (row.cooling_s > 0) return el("span", { class: "badge warn", text: `cooling ${num(row.cooling_s, 1)} s` });
+    if (row.failovers > 0) return el("span", { class: "badge conv moved", text: "failed over" });
+    if (row.requests > 0 || row.latency_ms !== null) return el("span", { class: "badge conv", text: "serving" });
+    return el("span", { class: "meta", text: "no answers yet" });
+  }
+
+  function fleetRow(name, row) {
+    const kv = row.kv_cache === null ? "–" : `${Math.round(row.kv_cache * 100)}%`;
+    return el(
+      "tr",
+      { "data-model": name },
+      el("td", {}, el("b", { text: name })),
+      el("td", {}, fleetState(row)),
+      el("td", { class: "num", text: num(row.latency_ms, 1) }),
+      el("td", { class: "num", text: num(row.samples, 1) }),
+      el("td", { class: "num", text: num(row.running) }),
+      el("td", { class: "num", text: num(row.waiting) }),
+      el("td", { class: "num", text: kv, title: row.load_age_s === null ? "not scraped" : `scraped ${num(row.load_age_s, 1)} s ago` }),
+      el("td", { class: "num", text: num(row.requests) }),
+      el("td", { class: "num", text: num(row.failures) }),
+      el("td", { class: "num", text: num(row.cooldowns) }),
+      el("td", { class: "num failovers", text: num(row.failovers) }),
+      el("td", { class: "num took-over", text: num(row.took_over) }),
+    );
+  }
+
+  function routeText(route) {
+    const extras = [];
+    if (route.failover) extras.push("failover");
+    if (route.algorithm === "weighted") extras.push(Object.entries(route.weights).map(([m, w]) => `${m} ${w}`).join(" / "));
+    return `${route.algorithm}${extras.length ? ` (${extras.join(", ")})` : ""}`;
+  }
+
+  function renderFleet() {
+    const data = state.fleet;
+    const body = clear($("fleet-models").tBodies[0]);
+    const routes = clear($("fleet-routes"));
+    const recent = clear($("fleet-recent").tBodies[0]);
+    $("fleet-empty").hidden = Boolean(data);
+    if (!data) return;
+    const models = Object.entries(data.models || {});
+    append(body, models.map(([name, row]) => fleetRow(name, row)));
+    $("fleet-empty").hidden = models.length > 0;
+    $("fleet-empty").textContent = "No model selection here (the server runs without its fleet).";
+    append(
+      routes,
+      Object.entries(data.routes).map(([name, route]) =>
+        el(
+          "div",
+          { class: "fact", "data-route": name },
+          el("span", { class: "meta", text: name }),
+          el("span", {}, el("b", { text: routeText(route) }), " ", ...route.models.map((m) => el("span", { class: "chip", text: m }))),
+        ),
+      ),
+    );
+    const rows = [...data.recent].reverse().map((r) =>
+      el(
+        "tr",
+        { "data-seq": r.seq },
+        el("td", { class: "time", text: fmtTime(r.ts) }),
+        el("td", { class: "id", text: r.request_id ? r.request_id.slice(0, 8) : "–", title: r.request_id || "" }),
+        el("td", {}, el("b", { text: r.decision || "–" })),
+        el("td", { text: r.model || "–" }),
+        el("td", { class: "meta", text: r.selection }),
+      ),
+    );
+    append(recent, rows);
+    $("fleet-recent-empty").hidden = rows.length > 0;
   }
 
   function renderRecent() {
@@ -1010,6 +1099,7 @@
     loop(pollStats, STATS_MS);
     loop(pollHealth, HEALTH_MS, false); // /healthz is public
     loop(pollConversations, CONVERSATIONS_MS);
+    loop(pollFleet, FLEET_MS);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -1,7 +1,8 @@
 """VSR's recipe probes as the migration's acceptance test.
 
 A VSR recipe ships `probes.yaml`: per decision, the `expected_decision` and request variants
-(a `query`, or `messages`, optional `tools`, a `repeat` count for long inputs, image fixtures).
+(a `query`, or `messages`, optional `tools`, a `repeat` count or a `padding` block for long inputs,
+a `generated_text` block sizing a message to so many bytes, image fixtures).
 `score_recipe` imports the recipe's config, builds the imported policy with the real signals and
 routes every variant through the Router, in process, counting the variants decided as VSR
 expects. Nothing here knows any probe's answer: the requests go through the engine as a client's
@@ -92,13 +93,41 @@ def _message(raw: Mapping[str, Any], images: Mapping[str, Any]) -> dict[str, Any
 
 
 def _query_text(variant: Mapping[str, Any]) -> str:
-    """A `query` variant's text: `repeat` copies, with the `padding` block before or after it."""
+    """A `query` variant's text: `repeat` copies, with the `padding` block before, after or around
+    it (around: half the copies before, the rest after, so the total is what the probe sized)."""
     text = " ".join([str(variant.get("query", ""))] * int(variant.get("repeat") or 1))
     padding = variant.get("padding")
     if isinstance(padding, Mapping) and padding.get("text"):
-        pad = " ".join([str(padding["text"])] * int(padding.get("repeat") or 1))
-        text = f"{text} {pad}" if padding.get("placement") == "after" else f"{pad} {text}"
+        copies = int(padding.get("repeat") or 1)
+        placement = padding.get("placement")
+        if placement == "around":
+            before = " ".join([str(padding["text"])] * (copies // 2))
+            after = " ".join([str(padding["text"])] * (copies - copies // 2))
+            return f"{before} {text} {after}"
+        pad = " ".join([str(padding["text"])] * copies)
+        text = f"{text} {pad}" if placement == "after" else f"{pad} {text}"
     return text
+
+
+# The filler of a `generated_text` block that names no text of its own: neutral, no routing intent.
+GENERATED_FILLER = "Neutral generated record for context capacity; it carries no request of its own. "
+
+
+def _generate_text(messages: list[dict[str, Any]], spec: Mapping[str, Any]) -> None:
+    """A `generated_text` block: a text part inserted at `content_index` of message `message_index`,
+    filler repeated until that message's text is `target_text_bytes` UTF-8 bytes (VSR's long-context
+    fixtures size a request this way instead of shipping megabytes of text)."""
+    message = messages[int(spec.get("message_index") or 0)]
+    content = message.get("content")
+    parts: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    texts = [str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and p.get("type") == "text"]
+    have = sum(len(t.encode()) for t in texts)
+    missing = max(0, int(spec.get("target_text_bytes") or 0) - have)
+    filler = str(spec.get("text") or GENERATED_FILLER)
+    unit = filler.encode()
+    body = (unit * (missing // len(unit) + 1))[:missing].decode("utf-8", "ignore")
+    parts.insert(min(int(spec.get("content_index") or len(parts)), len(parts)), {"type": "text", "text": body})
+    message["content"] = parts
 
 
 def load_probes(path: Path, *, model: str = "auto") -> list[Probe]:
@@ -112,6 +141,8 @@ def load_probes(path: Path, *, model: str = "auto") -> list[Probe]:
                 messages = [_message(m, images) for m in variant["messages"]]
             else:
                 messages = [{"role": "user", "content": _query_text(variant)}]
+            if isinstance(variant.get("generated_text"), Mapping):
+                _generate_text(messages, variant["generated_text"])
             body: dict[str, Any] = {"model": group.get("model") or model, "messages": messages}
             if variant.get("tools"):
                 body["tools"] = variant["tools"]

@@ -38,14 +38,26 @@ class ProjectionMapper(SignalMapper):
         spec["measure"] = measure
         if kind in _ITEM_SOURCES:
             spec["source"] = _ITEM_SOURCES[kind]
-            role = source.get("role")
-            if role:
-                spec["roles"] = [{"developer": "system"}.get(str(role).lower(), str(role).lower())]
+            role = str(source.get("role") or "").lower()
+            if role == "non_user":  # VSR: every message the user did not send
+                spec["roles"] = ["system", "assistant", "tool"]
+            elif role:
+                spec["roles"] = [{"developer": "system"}.get(role, role)]
         elif kind == "active_tool_loop":
-            # VSR: the conversation carries a tool result (the client is inside a tool loop). Ours counts
-            # tool-role messages anywhere in the request, not only after the last user turn.
-            spec["source"], spec["roles"] = "messages", ["tool"]
-            self.approx(item, path, f"approximated as feature signal ({measure} of tool-role messages)")
+            # VSR: the client is inside a tool loop, an outstanding assistant tool call included. Ours
+            # counts the messages carrying a tool call or a tool result anywhere in the request.
+            spec["source"] = "tool_turns"
+            why = f"approximated as feature signal ({measure} of tool_turns: messages with a tool call or result)"
+            self.approx(item, path, why)
+            return self._predicate(raw, spec, path, item)
+        elif kind == "assistant_tool_call":
+            spec["source"] = "tool_calls"
+        elif kind == "assistant_tool_cycle":
+            # VSR: completed cycles (an assistant tool call answered by its tool result); a tool
+            # result answers a call, so ours counts the messages carrying a tool result.
+            spec["source"] = "tool_results"
+            why = f"approximated as feature signal ({measure} of tool_results: a result stands for its call)"
+            self.approx(item, path, why)
             return self._predicate(raw, spec, path, item)
         elif kind == "regex":
             spec["regex"] = _python_regex(str(source.get("pattern", "")))
