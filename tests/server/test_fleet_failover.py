@@ -15,8 +15,8 @@ from google.protobuf import struct_pb2
 from extproc import headers as vsr
 from extproc.fleet.state import Fleet
 from extproc.policy.schema import ModelSpec
-from extproc.server.request_phase import fleet_ticket
 from extproc.server.response_store import ResponseStore, StoreState
+from extproc.server.wire import fleet_ticket
 
 
 @dataclass
