@@ -292,6 +292,18 @@ def test_shipped_weights_read_no_subject_into_numbers_and_ids(text: str, tagged:
     assert clf.labels[int(with_id.argmax())] != "math"
 
 
+@pytest.mark.skipif(not (DEFAULT_WEIGHTS_DIR / META_FILE).is_file(), reason="shipped weights not built")
+@pytest.mark.parametrize("text", ["what is 2 + 2", "17*23?", "what's 144 / 12", "How much is 7 times 8?"])
+def test_shipped_weights_read_bare_arithmetic_as_math(text: str) -> None:
+    """Short numbers read as a placeholder, not as nothing: a sum is still maths (issue 44; with
+    the numbers removed "17*23?" read as `other`)."""
+    clf = DomainClassifier.load()
+    assert clf.number_placeholder == NUMBER_PLACEHOLDER
+    probs = clf.first_stage_probs(text)
+    assert clf.labels[int(probs.argmax())] == "math", (text, clf.labels[int(probs.argmax())])
+    assert float(probs.max()) >= 0.5
+
+
 @pytest.mark.parametrize(
     ("text", "read"),
     [
