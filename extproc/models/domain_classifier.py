@@ -66,28 +66,34 @@ SUBJECTS: tuple[str, ...] = (
 
 FloatArray = npt.NDArray[np.float32]
 
-# Numbers, hex strings, IDs and reference codes carry no subject: "(question 4821)" or a hex
-# ticket number must not move a text to math. Stage 1 reads the text with them removed: a word
-# run of at least 6 hex digits (with a digit), or any word with 4 or more digits, goes whole; in
-# other words the digit runs go ("2x" -> "x", "10kN" -> "kN"); chemical formulas stay ("H2SO4").
+# Hex strings, IDs and reference codes carry no subject: "(question 4821)" or a hex ticket
+# number must not move a text to math. Stage 1 reads the text with them removed: a word run of at
+# least 6 hex digits (with a digit), or any word with 4 or more digits, goes whole. A short number
+# does carry evidence ("what is 2 + 2", "17*23?" are arithmetic), so with a placeholder each other
+# digit run becomes it ("2 + 2" -> "0 + 0", "10kN" -> "0kN"): every number reads alike, none names
+# a subject by its value. Without one (weights before the placeholder) those runs go too ("2x" ->
+# "x"). Chemical formulas stay ("H2SO4").
 _WORD_WITH_DIGIT = re.compile(r"[0-9A-Za-z_]*[0-9][0-9A-Za-z_]*")
 _FORMULA = re.compile(r"(?:[A-Z][a-z]?[0-9]{0,2}){1,8}")
 _HEX = re.compile(r"(?:0[xX])?[0-9A-Fa-f]{6,}")
 _DIGITS = re.compile(r"[0-9]+")
 
 
-def _neutral_word(match: re.Match[str]) -> str:
-    word = match.group(0)
+NUMBER_PLACEHOLDER = "0"  # what a short number reads as (the weights' features.number_placeholder)
+
+
+def _neutral_word(word: str, placeholder: str) -> str:
     if _FORMULA.fullmatch(word) and not word.isdigit() and len(word) <= 12:
         return word
     if _HEX.fullmatch(word) or sum(c.isdigit() for c in word) >= 4:
         return " "
-    return _DIGITS.sub("", word)
+    return _DIGITS.sub(placeholder, word)
 
 
-def neutralise_numbers(text: str) -> str:
-    """The text as stage 1 reads it: numbers, hex strings and IDs removed (see above)."""
-    return _WORD_WITH_DIGIT.sub(_neutral_word, text)
+def neutralise_numbers(text: str, placeholder: str = "") -> str:
+    """The text as stage 1 reads it: hex strings and IDs removed, every other digit run replaced
+    by `placeholder` ("" removes it too; see above)."""
+    return _WORD_WITH_DIGIT.sub(lambda m: _neutral_word(m.group(0), placeholder), text)
 
 
 class DomainClassifierError(ModelUnavailable):
@@ -160,6 +166,7 @@ class DomainClassifier:
         meta: Mapping[str, Any] | None = None,
         head_mix: float = 0.5,
         neutralise: bool = False,
+        number_placeholder: str = "",
     ) -> None:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
@@ -185,6 +192,7 @@ class DomainClassifier:
         self.confident = float(confident)
         self.head_mix = float(head_mix)
         self.neutralise = bool(neutralise)  # stage 1 reads the text without numbers and IDs
+        self.number_placeholder = number_placeholder  # what its short numbers read as ("": removed)
         self.meta: Mapping[str, Any] = meta or {}
 
     @classmethod
@@ -207,7 +215,9 @@ class DomainClassifier:
             confident = float(meta["thresholds"]["confident"])
             head_mix = float(meta["head"]["mix"])
             tokenizer_digest = str(meta["static"]["tokenizer_sha256"])
-            neutralise = bool(meta.get("features", {}).get("neutralise_numbers", False))
+            features = meta.get("features", {})
+            neutralise = bool(features.get("neutralise_numbers", False))
+            number_placeholder = str(features.get("number_placeholder", ""))
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
         tokenizer_path = tokenizer_path or packaged_tokenizer_path()
@@ -235,11 +245,12 @@ class DomainClassifier:
             meta,
             head_mix,
             neutralise,
+            number_placeholder,
         )
 
     def first_stage_logits(self, text: str) -> FloatArray:
         if self.neutralise:
-            text = neutralise_numbers(text)
+            text = neutralise_numbers(text, self.number_placeholder)
         lexical = lexical_logits(text, self.config, self.lexical_weight, self.bias)
         return np.asarray(lexical + self.static.vector(text) @ self.static_weight, dtype=np.float32)
 

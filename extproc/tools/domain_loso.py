@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from extproc.models.domain_classifier import SUBJECTS, neutralise_numbers
+from extproc.models.domain_classifier import SUBJECTS
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
 from extproc.tools.domain_sources import per_subject_accuracy, softmax_rows, source_folds
 from extproc.tools.domain_training import (
@@ -29,6 +29,7 @@ from extproc.tools.domain_training import (
     fit_softmax,
     mix,
     predict_softmax,
+    stage1_text,
     static_embedding,
     tradeoff,
 )
@@ -74,7 +75,10 @@ def leave_source_out(
     extra_y = np.array([labels.index(r.label) for r in extra], dtype=np.int64)
     emb = np.asarray(embed([r.text for r in corpus]), dtype=np.float64)
     extra_emb = np.asarray(embed([r.text for r in extra]), dtype=np.float64) if extra else emb[:0]
-    read = neutralise_numbers if cfg.neutralise_numbers else (lambda t: t)
+
+    def read(text: str) -> str:
+        return stage1_text(text, cfg)
+
     tokenizer = load_tokenizer(packaged_tokenizer_path())
     first = np.zeros((len(corpus), k))
     head = np.zeros((len(corpus), k))

@@ -48,6 +48,7 @@ from extproc.models.domain_classifier import (
     HEAD_FILE,
     LEXICAL_FILE,
     META_FILE,
+    NUMBER_PLACEHOLDER,
     STATIC_FILE,
     SUBJECTS,
     DomainClassifier,
@@ -103,6 +104,9 @@ class TrainConfig:
     # stage 1's and stage 2's temperatures and the threshold are set on text from sources they never saw.
     folds: int = 4
     neutralise_numbers: bool = True  # stage 1 reads texts without numbers, hex strings and IDs
+    # What stage 1 reads a short number as ("": removed, the issue-44 weights). A placeholder keeps
+    # "what is 2 + 2" arithmetic while an ID of 4+ digits or a hex string still goes.
+    number_placeholder: str = NUMBER_PLACEHOLDER
     # Stage 2's share of the final probabilities (the rest: stage 1's). Out of source stage 2 reads
     # 64% and stage 1 55% (4 source folds): 0.7 beat 0.5 and 1.0 on the leave-source-out curve.
     head_mix: float = 0.7
@@ -292,6 +296,11 @@ def static_embedding(
     return StaticEmbedding(tokenizer, q, scales, sif_weights(ids, q.shape[0], sif_a))
 
 
+def stage1_text(text: str, cfg: TrainConfig) -> str:
+    """The text as the stage 1 trained with `cfg` reads it."""
+    return neutralise_numbers(text, cfg.number_placeholder) if cfg.neutralise_numbers else text
+
+
 def first_stage_matrix(texts: Sequence[str], config: LexicalConfig, static: StaticEmbedding, scale: float) -> Sparse:
     """Stage 1's features: the n-gram block, then the static vector (times `scale`) as dense columns."""
     n_lex = config.n_features
@@ -330,7 +339,7 @@ def train(
     folds = np.concatenate(
         [source_folds(units, [r.label for r in rows], cfg.folds), np.full(len(extra_rows), -1, dtype=np.int64)]
     )
-    first_texts = [neutralise_numbers(t) for t in texts] if cfg.neutralise_numbers else texts
+    first_texts = [stage1_text(t, cfg) for t in texts]
     tokenizer_path = tokenizer_path or packaged_tokenizer_path()
     static = static_embedding(token_vectors, load_tokenizer(tokenizer_path), first_texts, cfg.sif_a)
     x = first_stage_matrix(first_texts, cfg.lexical, static, cfg.static_scale)
@@ -491,7 +500,9 @@ def _meta(
         "thresholds": {"confident": confident},
         "features": {
             "neutralise_numbers": cfg.neutralise_numbers,
-            "note": "stage 1 reads neutralise_numbers(text): numbers, hex strings and IDs removed",
+            "number_placeholder": cfg.number_placeholder,
+            "note": "stage 1 reads neutralise_numbers(text, number_placeholder): hex strings and IDs removed, "
+            "short numbers read as the placeholder",
         },
         "corpus": corpus,
         "training": training,

@@ -19,10 +19,12 @@ from extproc.models.domain_classifier import (
     HEAD_FILE,
     LEXICAL_FILE,
     META_FILE,
+    NUMBER_PLACEHOLDER,
     STATIC_FILE,
     SUBJECTS,
     DomainClassifier,
     DomainClassifierError,
+    neutralise_numbers,
 )
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
 from extproc.tools.domain_evaluation import TfidfFeatures
@@ -290,13 +292,46 @@ def test_shipped_weights_read_no_subject_into_numbers_and_ids(text: str, tagged:
     assert clf.labels[int(with_id.argmax())] != "math"
 
 
+@pytest.mark.skipif(not (DEFAULT_WEIGHTS_DIR / META_FILE).is_file(), reason="shipped weights not built")
+@pytest.mark.parametrize("text", ["what is 2 + 2", "17*23?", "what's 144 / 12", "How much is 7 times 8?"])
+def test_shipped_weights_read_bare_arithmetic_as_math(text: str) -> None:
+    """Short numbers read as a placeholder, not as nothing: a sum is still maths (issue 44; with
+    the numbers removed "17*23?" read as `other`)."""
+    clf = DomainClassifier.load()
+    assert clf.number_placeholder == NUMBER_PLACEHOLDER
+    probs = clf.first_stage_probs(text)
+    assert clf.labels[int(probs.argmax())] == "math", (text, clf.labels[int(probs.argmax())])
+    assert float(probs.max()) >= 0.5
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("what is 2 + 2", "what is 0 + 0"),  # a short number keeps its place: arithmetic stays arithmetic
+        ("17*23?", "0*0?"),
+        ("Solve 2x + 3.5 = 10kN", "Solve 0x + 0.0 = 0kN"),
+        ("What is the capital of Australia? (question 4821)", "What is the capital of Australia? (question  )"),
+        ("ref 7f3a9c21e4 and 0x1F2E3D", "ref   and  "),  # hex strings go whole
+        ("Ticket INV-20931-B", "Ticket INV- -B"),  # an id of 4+ digits goes whole
+        ("Balance H2SO4 + NaOH", "Balance H2SO4 + NaOH"),  # chemical formulas stay
+    ],
+)
+def test_short_numbers_read_as_the_placeholder_and_ids_go(text: str, read: str) -> None:
+    assert neutralise_numbers(text, NUMBER_PLACEHOLDER) == read
+    assert neutralise_numbers(read, NUMBER_PLACEHOLDER) == read  # reading twice changes nothing
+    # without a placeholder (the weights before it) every digit run goes
+    assert not any(c.isdigit() for c in neutralise_numbers(text).replace("H2SO4", ""))
+
+
 def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     _, out, _ = trained
     meta = json.loads((out / META_FILE).read_text())
     assert meta["features"]["neutralise_numbers"] is True
+    assert meta["features"]["number_placeholder"] == NUMBER_PLACEHOLDER
     assert DomainClassifier.load(out).neutralise
+    assert DomainClassifier.load(out).number_placeholder == NUMBER_PLACEHOLDER
     meta.pop("features")
     old = tmp_path / "old"
     old.mkdir()
@@ -307,6 +342,14 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     assert not loaded.neutralise
     text = "Question 12345: explain the enzyme"
     assert not np.allclose(loaded.first_stage_probs(text), DomainClassifier.load(out).first_stage_probs(text))
+    # weights from before the placeholder (issue 44's first weights) remove short numbers too
+    (old / META_FILE).write_text(json.dumps({**meta, "features": {"neutralise_numbers": True}}))
+    removed = DomainClassifier.load(old)
+    assert removed.neutralise and removed.number_placeholder == ""
+    sum_text = "what is 2 + 2"
+    assert np.allclose(removed.first_stage_probs(sum_text), removed.first_stage_probs("what is  + "))
+    current = DomainClassifier.load(out)
+    assert not np.allclose(current.first_stage_probs(sum_text), current.first_stage_probs("what is  + "))
 
 
 def test_leave_source_out_predicts_every_row_without_its_source(tmp_path: Path) -> None:
