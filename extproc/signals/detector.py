@@ -3,8 +3,8 @@ secrets, jailbreak): the kinds a spec selects, the text it reads, how findings b
 
 Each subclass names its detector (`find`), the kinds it knows, and which spec field selects
 kinds; the spec validates that field with `detectors.common.check_kinds` through
-`selected_kinds`. Text is joined under one bound (`join_bounded`), and a cut is noted in
-the evidence.
+`selected_kinds`. Text is joined under one bound (`join_bounded`: a long text's head and its
+tail, so an attack written after a long padding is read), and a cut is noted in the evidence.
 """
 
 from __future__ import annotations

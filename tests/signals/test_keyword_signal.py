@@ -100,9 +100,15 @@ def test_roles_default_user_only() -> None:
 
 
 def test_truncation_is_reported() -> None:
-    text = "x " * 200_000 + "needle"
+    text = "x " * 150_000 + "needle " + "x " * 100_000
     ev = signal(keywords=["needle"]).compute(user(text))
-    assert not ev.matched  # beyond the scanned prefix
+    assert not ev.matched  # in the middle: past the scanned head, before the scanned tail
+    assert any(e.startswith("truncated:") for e in ev.evidence)
+
+
+def test_a_keyword_after_a_long_padding_is_found() -> None:
+    ev = signal(keywords=["needle"]).compute(user("x " * 400_000 + "needle"))
+    assert ev.matched  # the tail of a long text is scanned as well as its head
     assert any(e.startswith("truncated:") for e in ev.evidence)
 
 

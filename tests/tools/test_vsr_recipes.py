@@ -25,7 +25,7 @@ FLOORS = {
     "balance": 54,
     "feedback": 19,
     "knowledge": 13,
-    "mom-v1": 211,
+    "mom-v1": 212,  # 211 before its attack after 528 KB of padding was read (issue 47: scans read the tail)
     "multi-objective": 111,
     "privacy": 19,
 }
