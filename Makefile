@@ -59,7 +59,7 @@ lint: $(TEST_STAMP)
 # Envoy (127.0.0.1:8801, the checked-in envoy/envoy.yaml), the ext_proc server (127.0.0.1:50051)
 # and one demo upstream per policy model, in the foreground; Ctrl-C stops them all.
 run: $(STAMP)
-	$(BIN)/extproc stack --policy policies/default.yaml
+	$(BIN)/extproc stack --policy policies/default.yaml --envoy-config envoy/envoy.yaml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -364,9 +364,6 @@ class FleetSettings(_Section):
 class ReloadSettings(_Section):
     watch: bool = True  # poll the policy file and reload it when its content changes (SIGHUP reloads at once)
     interval_s: float = Field(default=2.0, gt=0)
-    # A directory written by `extproc envoy-config --xds-dir` (Envoy runs its bootstrap.yaml): each
-    # policy reload rewrites its cds.yaml / lds.yaml, so the running Envoy follows with no restart.
-    xds_dir: Path | None = None
 
 
 class Settings(_Section):

@@ -4,8 +4,7 @@
 `--validate` runs `envoy --mode validate` on the full config. `--xds-dir DIR` writes the config as
 file-based dynamic resources instead (DIR/bootstrap.yaml naming DIR/cds.yaml and DIR/lds.yaml):
 run it again after a policy change and the running Envoy picks the new clusters and routes up, no
-restart (`extproc.ops.envoy_config.dynamic`); or start the router with `--xds-dir DIR` too
-(`reload.xds_dir`) and its own policy reloads rewrite them.
+restart (`extproc.ops.envoy_config.dynamic`).
 """
 
 from __future__ import annotations
@@ -126,10 +125,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(full)
         return 0
     if args.xds_dir is not None:
-        from extproc.ops.envoy_config.dynamic import write_from_policy
+        from extproc.ops.envoy_config.dynamic import write_dynamic
 
         try:
-            changed = write_from_policy(policy, args.xds_dir, options, parse_overrides(args.upstream))
+            changed = write_dynamic(full, args.xds_dir)
         except (OSError, ValueError) as exc:
             print(f"envoy-config: {exc}", file=sys.stderr)
             return 2

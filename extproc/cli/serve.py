@@ -7,8 +7,6 @@ from pathlib import Path
 
 from extproc.cli.common import load_settings
 from extproc.server.app import serve
-from extproc.server.reload import EnvoySync
-from extproc.settings import Settings
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,13 +22,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         type=int,
         help="server processes sharing the gRPC port (SO_REUSEPORT); worker k's admin port is admin_port + k "
         "(default: settings, 1)",
-    )
-    parser.add_argument(
-        "--xds-dir",
-        type=Path,
-        metavar="DIR",
-        help="Envoy's file-based xDS directory (written by `extproc envoy-config --xds-dir DIR`): each policy "
-        "reload rewrites its cds.yaml / lds.yaml, so the running Envoy follows (default: settings' reload.xds_dir)",
     )
     parser.set_defaults(func=run)
 
@@ -54,25 +45,10 @@ def run(args: argparse.Namespace) -> int:
         updates["policy_path"] = args.policy
     if getattr(args, "log_level", None):
         updates["logging"] = settings.logging.model_copy(update={"level": args.log_level})
-    if args.xds_dir is not None:
-        updates["reload"] = settings.reload.model_copy(update={"xds_dir": args.xds_dir.resolve()})
     if updates:
         settings = settings.model_copy(update=updates)
     if settings.server.workers > 1:
         from extproc.server.workers import serve_workers
 
         return serve_workers(settings)
-    return serve(settings, envoy_sync=envoy_sync_for(settings))
-
-
-def envoy_sync_for(settings: Settings) -> EnvoySync | None:
-    """The reloader's xDS rewrite for `reload.xds_dir` (None: no directory)."""
-    directory = settings.reload.xds_dir
-    if directory is None:
-        return None
-    from extproc.ops.envoy_config.dynamic import rewrite_from_policy
-
-    def sync(policy: Path) -> list[Path]:
-        return rewrite_from_policy(policy, directory)
-
-    return sync
+    return serve(settings)

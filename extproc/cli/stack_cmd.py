@@ -1,9 +1,4 @@
-"""`extproc stack`: Envoy + the ext_proc server + demo upstreams, in the foreground (`make run`).
-
-Rendered from the policy, Envoy runs on file-based xDS (a bootstrap naming cds.yaml and lds.yaml,
-in a temporary directory or `--xds-dir`) and the server rewrites those files on each policy reload:
-a new model's cluster and routes reach the running Envoy with no restart. `--static-envoy` renders
-one static envoy.yaml instead; `--envoy-config` uses a given config as is (no rewrites)."""
+"""`extproc stack`: Envoy + the ext_proc server + demo upstreams, in the foreground (`make run`)."""
 
 from __future__ import annotations
 
@@ -26,12 +21,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="CLUSTER=HOST:PORT",
         help="a running server for CLUSTER (no demo upstream is started for it); repeatable",
     )
-    parser.add_argument(
-        "--xds-dir", type=Path, metavar="DIR", help="where to write Envoy's xDS files (default: a temporary directory)"
-    )
-    parser.add_argument(
-        "--static-envoy", action="store_true", help="render one static envoy.yaml (policy reloads need a restart)"
-    )
     parser.add_argument("--no-demo-upstreams", action="store_true", help="clusters are real servers; start none")
     parser.add_argument("--listen", default="127.0.0.1:8801", metavar="HOST:PORT", help="Envoy listener")
     parser.add_argument("--ext-proc", default="127.0.0.1:50051", metavar="HOST:PORT", help="ext_proc gRPC server")
@@ -50,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
         # still get demo upstreams, and none is started on that server's port.
         external_upstreams=tuple(overrides),
         envoy_config=args.envoy_config.resolve() if args.envoy_config else None,
-        xds=False if args.static_envoy else (args.xds_dir.resolve() if args.xds_dir else True),
         demo_upstreams=not args.no_demo_upstreams,
         env={"VSR_SERVER__DEBUG_HEADERS": "true"},
     )

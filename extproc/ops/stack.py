@@ -37,7 +37,6 @@ from extproc.ops.envoy_config import (
     render,
     upstreams_from_policy,
 )
-from extproc.ops.envoy_config.dynamic import BOOTSTRAP_NAME, write_from_policy
 from extproc.ops.paths import DEFAULT_POLICY, REPO_ROOT, in_repository
 from extproc.server.children import die_with_parent
 from extproc.settings import Settings
@@ -105,10 +104,6 @@ class StackConfig:
     # cluster -> "host:port" for the demo upstreams (and Envoy's clusters); None: the policy's addresses
     upstream_overrides: dict[str, str] = field(default_factory=dict)
     envoy_config: Path | None = None  # a ready config to use as is (e.g. envoy/envoy.yaml)
-    # Render Envoy as file-based xDS (bootstrap + cds.yaml + lds.yaml) into this directory, or into
-    # the stack's own temporary one with True, and start the server with reload.xds_dir on it: a
-    # policy reload then reaches the running Envoy with no restart. False: one static envoy.yaml.
-    xds: bool | Path = False
     env: dict[str, str] = field(default_factory=dict)  # extra VSR_* settings for the server
     stream_delay_ms: float = 20.0
     start_timeout_s: float = 120.0
@@ -184,16 +179,10 @@ class Stack:
                 self._spawn(f"mcp:{server.cluster}", [python, "-m", "extproc.ops.demo_mcp", "--listen", listen])
                 self._wait(deadline, f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port))
 
-        xds_dir = self.xds_dir
-        if xds_dir is not None:  # before the server: it re-renders with the options recorded there
-            write_from_policy(cfg.policy, xds_dir, self.envoy_options(), cfg.upstream_overrides, fresh=True)
-
         self.start_server(deadline)
 
         if cfg.envoy_config is not None:
             config_path = cfg.envoy_config
-        elif xds_dir is not None:
-            config_path = xds_dir / BOOTSTRAP_NAME
         else:
             full, _ = render(cfg.policy, self.envoy_options(), cfg.upstream_overrides)
             config_path = Path(self._tmp.name) / "envoy.yaml"
@@ -225,23 +214,13 @@ class Stack:
         self._spawn("extproc", [*cmd, "serve"], env)
         self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
 
-    @property
-    def xds_dir(self) -> Path | None:
-        """Where Envoy's xDS files are (None: a static config)."""
-        cfg = self.config
-        if cfg.envoy_config is not None or cfg.xds is False:
-            return None
-        return (Path(self._tmp.name) / "xds" if cfg.xds is True else cfg.xds).resolve()
-
     def server_environment(self) -> dict[str, str]:
         """The VSR_* settings the ext_proc server is started with, over this process's environment."""
         cfg = self.config
-        xds_dir = self.xds_dir
         return {
             "VSR_POLICY_PATH": str(cfg.policy),
             "VSR_SERVER__GRPC_HOST": cfg.envoy.ext_proc_host,
             "VSR_SERVER__GRPC_PORT": str(cfg.envoy.ext_proc_port),
-            **({"VSR_RELOAD__XDS_DIR": str(xds_dir)} if xds_dir is not None else {}),
             **cfg.env,
         }
 

@@ -49,7 +49,7 @@ from extproc.server import heap
 from extproc.server.admin import AdminServer
 from extproc.server.console_routes import PUBLIC_ROUTES, Console
 from extproc.server.grpc_service import ExtProcService
-from extproc.server.reload import EnvoySync, PolicyReloader, ReloadResult
+from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -70,12 +70,9 @@ def _default_router_factory(settings: Settings) -> Router:
 
 
 class ExtProcServer:
-    def __init__(
-        self, settings: Settings, router_factory: RouterFactory | None = None, envoy_sync: EnvoySync | None = None
-    ) -> None:
+    def __init__(self, settings: Settings, router_factory: RouterFactory | None = None) -> None:
         self.settings = settings
         self.router_factory = router_factory or _default_router_factory
-        self.envoy_sync = envoy_sync  # reload.xds_dir: each reload rewrites the running Envoy's xDS files
         srv = settings.server
         obs = settings.observability
         self.metrics = Metrics() if obs.metrics else None
@@ -205,20 +202,7 @@ class ExtProcServer:
             interval_s=self.settings.reload.interval_s,
             on_result=self._reloaded,
             on_swap=self._swapped,
-            envoy_sync=self.envoy_sync,
         )
-        if self.envoy_sync is not None:
-            # The files may have been written for another version of the policy (edited while the
-            # router was down): make the running Envoy match the policy served from now on.
-            try:
-                synced = await asyncio.to_thread(self.envoy_sync, policy.path or self.settings.policy_path)
-            except (OSError, ValueError) as exc:
-                log.warning("Envoy's xDS files not rewritten for the loaded policy: %s", exc)
-            else:
-                if synced:
-                    log.info(
-                        "Envoy's xDS files rewritten for the loaded policy", extra={"files": [str(p) for p in synced]}
-                    )
         if self.settings.reload.watch:
             self.reloader.start()
         self.service.router = router
@@ -327,7 +311,7 @@ class ExtProcServer:
             await self.health.set(service, status)
 
 
-def serve(settings: Settings, router_factory: RouterFactory | None = None, envoy_sync: EnvoySync | None = None) -> int:
+def serve(settings: Settings, router_factory: RouterFactory | None = None) -> int:
     from extproc.server.logs import configure_logging
 
     configure_logging(settings.logging.level, settings.logging.json_format)
@@ -335,7 +319,7 @@ def serve(settings: Settings, router_factory: RouterFactory | None = None, envoy
     loop_factory = event_loop_factory(settings.server.event_loop)
     log.info("event loop", extra={"event_loop": "uvloop" if loop_factory is not None else "asyncio"})
     with asyncio.Runner(loop_factory=loop_factory) as runner:
-        return runner.run(ExtProcServer(settings, router_factory, envoy_sync).run())
+        return runner.run(ExtProcServer(settings, router_factory).run())
 
 
 def event_loop_factory(choice: str) -> Callable[[], asyncio.AbstractEventLoop] | None:

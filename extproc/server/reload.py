@@ -13,11 +13,6 @@ in a worker thread, off the event loop, before anything changes. Then, on the lo
   `envoy_stale`, a warning names what changed and that `extproc envoy-config` must render
   Envoy's config again, and the metric counts it apart: until then Envoy does not pass the new
   session header, route to the new cluster, ...
-- with an xDS directory (`reload.xds_dir`, `extproc serve --xds-dir`): before the swap, `envoy_sync`
-  (given by the CLI: rendering lives above this layer) renders the new policy into the directory's
-  cds.yaml / lds.yaml, which the running Envoy re-reads, so the result is `success` and
-  `envoy_synced` names the files replaced. A change only an Envoy restart applies (its bootstrap) is
-  refused there, the old files kept, and the result stays `envoy_stale` with `envoy_sync_error`.
 
 Reloads never overlap: a SIGHUP arriving during one waits for it. Polling (no inotify
 dependency) reads the file only when its mtime or size changed, and reloads only when its
@@ -44,10 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("extproc.server.reload")
 
-# Renders the policy at this path into the running Envoy's xDS files; returns the files replaced,
-# raises ValueError / OSError (the old files kept) when it cannot.
-EnvoySync = Callable[[Path], list[Path]]
-
 ReloadOutcome = Literal["success", "failure", "unchanged", "envoy_stale"]
 
 
@@ -63,8 +54,6 @@ class ReloadResult:
     warnings: list[str] = field(default_factory=list)
     unavailable_signals: dict[str, str] = field(default_factory=dict)  # name -> why, in the new policy
     envoy_changes: list[str] = field(default_factory=list)  # what Envoy's rendered config lacks (envoy_stale)
-    envoy_synced: list[str] = field(default_factory=list)  # xDS files rewritten for the running Envoy
-    envoy_sync_error: str | None = None  # why the xDS files were not rewritten (old files kept)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,14 +77,12 @@ class PolicyReloader:
         interval_s: float = 2.0,
         on_result: Callable[[ReloadResult], None] | None = None,
         on_swap: Callable[[CompiledPolicy], None] | None = None,
-        envoy_sync: EnvoySync | None = None,
     ) -> None:
         self.router = router
         self.path = Path(path)
         self.interval_s = interval_s
         self.on_result = on_result
         self.on_swap = on_swap
-        self.envoy_sync = envoy_sync
         self.last: ReloadResult | None = None
         self.counts: dict[str, int] = {}
         self._lock = asyncio.Lock()
@@ -182,35 +169,22 @@ class PolicyReloader:
                 if policy.version == self.router.policy.version:
                     result = ReloadResult("unchanged", reason, policy.version, previous.version, warnings=warnings)
                 else:
-                    changes = envoy_changes(previous.spec, policy.spec)
-                    # Envoy first: its new clusters and routes are there before the router picks them.
-                    synced, sync_error = await self._sync_envoy(policy)
                     self.router.swap(policy)
                     if self.on_swap is not None:
                         self.on_swap(policy)
+                    changes = envoy_changes(previous.spec, policy.spec)
                     result = ReloadResult(
-                        "envoy_stale" if changes and synced is None else "success",
+                        "envoy_stale" if changes else "success",
                         reason,
                         policy.version,
                         previous.version,
                         warnings=warnings,
                         unavailable_signals=unavailable,
                         envoy_changes=changes,
-                        envoy_synced=[str(p) for p in synced or []],
-                        envoy_sync_error=sync_error,
                     )
             result.duration_s = round(time.perf_counter() - started, 4)
             self._record(result)
             return result
-
-    async def _sync_envoy(self, policy: CompiledPolicy) -> tuple[list[Path] | None, str | None]:
-        """(files replaced, None), or (None, why not): no xDS directory, or the rewrite refused."""
-        if self.envoy_sync is None:
-            return None, None
-        try:
-            return await asyncio.to_thread(self.envoy_sync, policy.path or self.path), None
-        except (OSError, ValueError) as exc:
-            return None, str(exc)
 
     def _record(self, result: ReloadResult) -> None:
         self.last = result
@@ -231,33 +205,17 @@ class PolicyReloader:
             )
         elif result.result == "envoy_stale":
             extra["envoy_changes"] = result.envoy_changes
-            if result.envoy_sync_error is not None:
-                extra["envoy_sync_error"] = result.envoy_sync_error
-                log.warning(
-                    "policy reloaded, but the xDS files were NOT rewritten (the old ones kept): %s; until Envoy "
-                    "is restarted with a fresh `extproc envoy-config --xds-dir`, these changes do not take "
-                    "effect: %s",
-                    result.envoy_sync_error,
-                    "; ".join(result.envoy_changes),
-                    extra=extra,
-                )
-            else:
-                log.warning(
-                    "policy reloaded, but Envoy's config was rendered for the previous policy: render it again "
-                    "(`extproc envoy-config`; with `--xds-dir` the running Envoy takes it without a restart, and "
-                    "a router started with `--xds-dir` rewrites it on every reload) and reload Envoy; until "
-                    "then these changes do not take effect: %s",
-                    "; ".join(result.envoy_changes),
-                    extra=extra,
-                )
+            log.warning(
+                "policy reloaded, but Envoy's config was rendered for the previous policy: render it again "
+                "(`extproc envoy-config`; with `--xds-dir` the running Envoy takes it without a restart) and "
+                "reload Envoy; until then these changes do not take effect: %s",
+                "; ".join(result.envoy_changes),
+                extra=extra,
+            )
         elif result.result == "success":
             if result.unavailable_signals:
                 extra["unavailable_signals"] = result.unavailable_signals
-            if result.envoy_synced:
-                extra["envoy_synced"] = result.envoy_synced
             log.info("policy reloaded", extra=extra)
-            if result.envoy_sync_error is not None:
-                log.warning("Envoy's xDS files not rewritten (the old ones kept): %s", result.envoy_sync_error)
             for warning in result.warnings:
                 log.warning("policy: %s", warning)
         else:

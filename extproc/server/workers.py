@@ -39,8 +39,6 @@ def worker_env(settings: Settings, index: int) -> dict[str, str]:
     env["VSR_SERVER__GRPC_PORT"] = str(settings.server.grpc_port)
     env["VSR_SERVER__ADMIN_PORT"] = str(settings.server.admin_port + index)
     env["VSR_POLICY_PATH"] = str(settings.policy_path)
-    if settings.reload.xds_dir is not None:  # `serve --xds-dir`: every worker keeps Envoy's files current
-        env["VSR_RELOAD__XDS_DIR"] = str(settings.reload.xds_dir)
     return env
 
 

@@ -132,34 +132,6 @@ def test_the_cli_writes_and_updates_the_dynamic_files(tmp_path: Path) -> None:
         main(["envoy-config", "--policy", str(first), "--xds-dir", str(xds), "--admin", f"127.0.0.1:{free_port()}"])
         == 0
     )
-    # render.json: the options the router re-renders with on its own reload (`serve --xds-dir`)
-    assert {p.name for p in xds.iterdir()} == {BOOTSTRAP_NAME, CDS_NAME, LDS_NAME, "render.json"}
+    assert {p.name for p in xds.iterdir()} == {BOOTSTRAP_NAME, CDS_NAME, LDS_NAME}
     cds = (xds / CDS_NAME).read_text(encoding="utf-8")
     assert "name: ca" in cds and "name: cc" not in cds
-
-
-def test_the_routers_rewrite_renders_with_the_recorded_options_and_refuses_a_bootstrap_change(
-    tmp_path: Path, options: EnvoyOptions
-) -> None:
-    import json
-
-    from extproc.ops.envoy_config.dynamic import RENDER_NAME, rewrite_from_policy, write_from_policy
-
-    xds = tmp_path / "xds"
-    with pytest.raises(ValueError, match="missing"):  # no render.json: nothing to re-render with
-        rewrite_from_policy(policy(tmp_path / "a.yaml", ("model-a", "ca")), xds)
-    write_from_policy(tmp_path / "a.yaml", xds, options, {"ca": "127.0.0.1:9"})
-    grown = policy(tmp_path / "b.yaml", ("model-a", "ca"), ("model-c", "cc"))
-    changed = rewrite_from_policy(grown, xds)
-    assert sorted(p.name for p in changed) == [CDS_NAME, LDS_NAME]
-    cds = (xds / CDS_NAME).read_text(encoding="utf-8")
-    assert "name: cc" in cds and "port_value: 9\n" in cds  # the recorded override still applies
-    assert f"port_value: {options.listener_port}" in (xds / LDS_NAME).read_text(encoding="utf-8")
-    # options only a restart applies (here: the admin port) are refused, the old files kept
-    record = json.loads((xds / RENDER_NAME).read_text(encoding="utf-8"))
-    record["options"]["admin_port"] = free_port()
-    (xds / RENDER_NAME).write_text(json.dumps(record), encoding="utf-8")
-    before = {name: (xds / name).read_text(encoding="utf-8") for name in (BOOTSTRAP_NAME, CDS_NAME, LDS_NAME)}
-    with pytest.raises(ValueError, match="restart Envoy"):
-        rewrite_from_policy(policy(tmp_path / "c.yaml", ("model-a", "ca")), xds)
-    assert before == {name: (xds / name).read_text(encoding="utf-8") for name in before}

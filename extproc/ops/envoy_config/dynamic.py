@@ -12,32 +12,22 @@ Envoy re-reads cds.yaml and lds.yaml whenever the directory changes (`watched_di
 them again from a changed policy (`write_dynamic`: each file written beside and moved into place, so
 Envoy never reads half a file) updates the running Envoy, its connections and its process kept.
 Clusters first, then the listener: routes never name a cluster Envoy does not have yet.
-
-`write_from_policy` also records the render's options (ports, flow, cache, upstream overrides) in
-render.json, so the router can render the same config again on its own policy reload
-(`rewrite_from_policy`; `extproc serve --xds-dir`, setting `reload.xds_dir`): the running Envoy
-then follows every reload, no command to rerun.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
-from collections.abc import Mapping
-from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from extproc.ops.envoy_config.options import EnvoyOptions, EnvoyTracing
-from extproc.ops.envoy_config.rendering import render, to_yaml
+from extproc.ops.envoy_config.rendering import to_yaml
 
 BOOTSTRAP_NAME = "bootstrap.yaml"
 CDS_NAME = "cds.yaml"
 LDS_NAME = "lds.yaml"
-RENDER_NAME = "render.json"  # the options the files were rendered with, for the router's re-render
 CLUSTER_TYPE = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 LISTENER_TYPE = "type.googleapis.com/envoy.config.listener.v3.Listener"
 NODE = {"id": "vsr-envoy", "cluster": "vsr"}  # Envoy wants a node once it reads dynamic resources
@@ -113,63 +103,3 @@ def write_dynamic(full: str, directory: Path) -> list[Path]:
         directory / name for name in (BOOTSTRAP_NAME, CDS_NAME, LDS_NAME) if _replace(directory / name, files[name])
     ]
     return changed
-
-
-def _record(options: EnvoyOptions, overrides: Mapping[str, str]) -> str:
-    if options.extra_clusters:
-        raise ValueError("options with extra_clusters cannot be recorded for the router's re-render")
-    # The policy-derived fields stay as given (empty: render reads them from the policy each time).
-    plain = asdict(options)
-    del plain["extra_clusters"]
-    return json.dumps({"options": plain, "overrides": dict(overrides)}, indent=2, sort_keys=True) + "\n"
-
-
-def _recorded(directory: Path) -> tuple[EnvoyOptions, dict[str, str]]:
-    path = directory / RENDER_NAME
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        plain = dict(data["options"])
-        tracing = plain.pop("tracing", None)
-        for key in ("plugin_headers", "tenant_headers"):
-            plain[key] = tuple(plain[key])
-        options = replace(EnvoyOptions(), **plain, tracing=EnvoyTracing(**tracing) if tracing else None)
-        return options, {str(k): str(v) for k, v in data["overrides"].items()}
-    except FileNotFoundError:
-        raise ValueError(
-            f"{path} is missing: write the directory with `extproc envoy-config --xds-dir {directory}` first"
-        ) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path} is unreadable ({exc}): write it again with `extproc envoy-config --xds-dir`") from exc
-
-
-def write_from_policy(
-    policy_path: Path | str,
-    directory: Path,
-    options: EnvoyOptions | None = None,
-    overrides: Mapping[str, str] | None = None,
-    *,
-    fresh: bool = False,
-) -> list[Path]:
-    """Render the policy and write the dynamic files plus render.json (what they were rendered
-    with); returns the files that changed. ValueError (nothing written) when the bootstrap would
-    change: only an Envoy restart reads it. `fresh`: Envoy is about to (re)start from this
-    directory, so a bootstrap written for other options is replaced."""
-    options = options or EnvoyOptions()
-    overrides = dict(overrides or {})
-    record = _record(options, overrides)
-    full, _ = render(policy_path, options, overrides)
-    if fresh:
-        (directory / BOOTSTRAP_NAME).unlink(missing_ok=True)
-    changed = write_dynamic(full, directory)
-    if _replace(directory / RENDER_NAME, record):
-        changed.append(directory / RENDER_NAME)
-    return changed
-
-
-def rewrite_from_policy(policy_path: Path | str, directory: Path) -> list[Path]:
-    """The router's reload: render the (new) policy with the options recorded in render.json and
-    replace cds.yaml / lds.yaml, which the running Envoy re-reads. ValueError, the old files kept,
-    when render.json is missing or the change needs a new bootstrap (an Envoy restart)."""
-    options, overrides = _recorded(directory)
-    full, _ = render(policy_path, options, overrides)
-    return write_dynamic(full, directory)
