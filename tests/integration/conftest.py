@@ -33,6 +33,26 @@ def stack_config(policy: Path = POLICY, **env: str) -> StackConfig:
     )
 
 
+def fleet_stack_config(policy: Path, clusters: tuple[str, ...], *, cooldown_s: float) -> StackConfig:
+    """A stack whose `clusters` are stand-in vLLM servers (not demo upstreams), with Envoy's health
+    checks and the fleet's scrape and cooldown fast enough for a test to watch them act."""
+    return StackConfig(
+        policy=policy,
+        envoy=EnvoyOptions(
+            listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), upstream_health_interval_s=0.5
+        ),
+        external_upstreams=clusters,
+        env={
+            "VSR_LOGGING__LEVEL": "WARNING",
+            "VSR_SERVER__ADMIN_PORT": str(free_port()),
+            "VSR_FLEET__SCRAPE_INTERVAL_S": "0.2",
+            "VSR_FLEET__COOLDOWN_S": str(cooldown_s),
+            "VSR_FLEET__COOLDOWN_AFTER": "2",
+        },
+        start_timeout_s=120.0,
+    )
+
+
 class LoggedStack(Stack):
     """A stack that keeps its children's output, shown when a test fails."""
 

@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from extproc.ops.envoy_config import EnvoyOptions
-from extproc.ops.stack import StackConfig, free_port
+from extproc.ops.stack import free_port
 from extproc.testing.fleet_upstream import StandIn, StandIns
-from tests.integration.conftest import LoggedStack, running_stack
+from tests.integration.conftest import LoggedStack, fleet_stack_config, running_stack
 from tests.integration.test_console_browser import Page, browser, expect, playwright_api, screenshots
 
 pytestmark = pytest.mark.integration
@@ -48,21 +47,7 @@ def fleet_stack(
     stand_ins = StandIns([StandIn(f"model-{n}", p) for n, p in ports.items()]).start()
     policy = Path(tmp_path_factory.mktemp("fleet-console")) / "policy.yaml"
     policy.write_text(POLICY.format(**ports), encoding="utf-8")
-    config = StackConfig(
-        policy=policy,
-        envoy=EnvoyOptions(
-            listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), upstream_health_interval_s=0.5
-        ),
-        external_upstreams=("ca", "cb"),
-        env={
-            "VSR_LOGGING__LEVEL": "WARNING",
-            "VSR_SERVER__ADMIN_PORT": str(free_port()),
-            "VSR_FLEET__SCRAPE_INTERVAL_S": "0.2",
-            "VSR_FLEET__COOLDOWN_S": "30",
-            "VSR_FLEET__COOLDOWN_AFTER": "2",
-        },
-        start_timeout_s=120.0,
-    )
+    config = fleet_stack_config(policy, ("ca", "cb"), cooldown_s=30)
     try:
         with running_stack(config) as stack:
             yield stack, stand_ins

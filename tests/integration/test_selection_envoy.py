@@ -17,7 +17,7 @@ import pytest
 from extproc.ops.envoy_config import EnvoyOptions
 from extproc.ops.stack import StackConfig, free_port
 from extproc.testing.fleet_upstream import StandIn, StandIns
-from tests.integration.conftest import LoggedStack, running_stack
+from tests.integration.conftest import LoggedStack, fleet_stack_config, running_stack
 
 POLICY = """
 version: 1
@@ -60,21 +60,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LoggedStac
     stand_ins = StandIns([StandIn(f"model-{n}" if n != "c" else "vlm-c", p) for n, p in ports.items()]).start()
     policy = Path(tmp_path_factory.mktemp("selection")) / "policy.yaml"
     policy.write_text(POLICY.format(**ports), encoding="utf-8")
-    config = StackConfig(
-        policy=policy,
-        envoy=EnvoyOptions(
-            listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), upstream_health_interval_s=0.5
-        ),
-        external_upstreams=("ca", "cb", "cc"),  # the stand-ins, not demo upstreams
-        env={
-            "VSR_LOGGING__LEVEL": "WARNING",
-            "VSR_SERVER__ADMIN_PORT": str(free_port()),
-            "VSR_FLEET__SCRAPE_INTERVAL_S": "0.2",
-            "VSR_FLEET__COOLDOWN_S": "1.5",
-            "VSR_FLEET__COOLDOWN_AFTER": "2",
-        },
-        start_timeout_s=120.0,
-    )
+    config = fleet_stack_config(policy, ("ca", "cb", "cc"), cooldown_s=1.5)
     try:
         with running_stack(config) as stack:
             yield stack, stand_ins
