@@ -8,6 +8,7 @@ import json
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import Settings
+from extproc.signals.base import SignalResult
 
 
 def default_router() -> Router:
@@ -19,3 +20,8 @@ def route_text(router: Router, text: str) -> RoutingOutcome:
     """One user message routed, as an OpenAI Chat request asking the router to choose."""
     body = json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode()
     return asyncio.run(router.route(body))
+
+
+def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
+    """The named signal's result in a routed outcome."""
+    return next(s for s in outcome.signals if s.name == name)

@@ -10,10 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from extproc.outcome import RoutingOutcome
 from extproc.router import Router
-from extproc.signals.base import SignalResult
-from tests.policy.default_routing import default_router, route_text
+from tests.policy.default_routing import default_router, route_text, signal
 
 FORENSIC = "Routine forensic evidence record for the same defensive incident. "
 REPORT = (
@@ -35,10 +33,6 @@ def router() -> Iterator[Router]:
     r = default_router()
     yield r
     r.close()
-
-
-def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
-    return next(s for s in outcome.signals if s.name == name)
 
 
 def test_an_attack_after_500_kb_of_padding_is_refused_by_the_patterns(router: Router) -> None:

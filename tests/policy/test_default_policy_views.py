@@ -8,10 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from extproc.outcome import RoutingOutcome
 from extproc.router import Router
-from extproc.signals.base import SignalResult
-from tests.policy.default_routing import default_router, route_text
+from tests.policy.default_routing import default_router, route_text, signal
 
 PADDING = (
     " Thanks a lot, I really appreciate your help with this. The weather here has been lovely all week and "
@@ -24,10 +22,6 @@ def router() -> Iterator[Router]:
     r = default_router()
     yield r
     r.close()
-
-
-def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
-    return next(s for s in outcome.signals if s.name == name)
 
 
 def test_the_suspect_keywords_read_spaced_letters(router: Router) -> None:
