@@ -332,6 +332,7 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     assert meta["features"]["number_placeholder"] == NUMBER_PLACEHOLDER
     assert DomainClassifier.load(out).neutralise
     assert DomainClassifier.load(out).number_placeholder == NUMBER_PLACEHOLDER
+    assert meta["features"]["drop_number_shapes"] is True and DomainClassifier.load(out).drop_shapes
     meta.pop("features")
     old = tmp_path / "old"
     old.mkdir()
@@ -345,7 +346,15 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     # weights from before the placeholder (issue 44's first weights) remove short numbers too
     (old / META_FILE).write_text(json.dumps({**meta, "features": {"neutralise_numbers": True}}))
     removed = DomainClassifier.load(old)
-    assert removed.neutralise and removed.number_placeholder == ""
+    assert removed.neutralise and removed.number_placeholder == "" and not removed.drop_shapes
+    # weights with the placeholder but before dropping dates (the first placeholder weights) read
+    # "3/14" as "0/0"; the current ones as nothing
+    placeholder_only = {"neutralise_numbers": True, "number_placeholder": NUMBER_PLACEHOLDER}
+    (old / META_FILE).write_text(json.dumps({**meta, "features": placeholder_only}))
+    dated = DomainClassifier.load(old)
+    assert not dated.drop_shapes
+    assert np.allclose(dated.first_stage_probs("mtg 3/14"), dated.first_stage_probs("mtg 0/0"))
+    assert np.allclose(DomainClassifier.load(out).first_stage_probs("mtg 3/14"), dated.first_stage_probs("mtg  "))
     sum_text = "what is 2 + 2"
     assert np.allclose(removed.first_stage_probs(sum_text), removed.first_stage_probs("what is  + "))
     current = DomainClassifier.load(out)
