@@ -304,6 +304,23 @@ def test_shipped_weights_read_bare_arithmetic_as_math(text: str) -> None:
     assert float(probs.max()) >= 0.5
 
 
+@pytest.mark.skipif(not (DEFAULT_WEIGHTS_DIR / META_FILE).is_file(), reason="shipped weights not built")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "reminder: dentist 12/6 at 3pm, pay rent $1,200 by 1/1",
+        "1. call mom\n2. buy milk ($4)\n3. book flight for the 3rd",
+    ],
+)
+def test_shipped_weights_do_not_read_dates_and_lists_as_math(text: str) -> None:
+    """Dates, times, prices and list markers go before the placeholder: with them read as "0/0"
+    and "0." stage 1 called both of these maths (0.67, 0.77)."""
+    clf = DomainClassifier.load()
+    assert clf.drop_shapes
+    probs = clf.first_stage_probs(text)
+    assert clf.labels[int(probs.argmax())] != "math", (text, float(probs.max()))
+
+
 @pytest.mark.parametrize(
     ("text", "read"),
     [
