@@ -33,8 +33,9 @@ DATED = [
 
 
 def weights_dir(spec: str, scratch: Path) -> Path:
-    if Path(spec).is_dir():
-        return Path(spec)
+    for candidate in (Path(spec), REPO / spec):
+        if candidate.is_dir():
+            return candidate
     out = scratch / spec
     out.mkdir(parents=True)
     names = subprocess.run(
