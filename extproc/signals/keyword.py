@@ -15,6 +15,15 @@ leetspeak and spaced-out letters read), so "n o  r u l e s" or "unr3str1ct3d" ma
 keyword; the evidence says which view matched. A text with nothing to undo (nearly every text)
 costs one cheap scan more. Off by default: a routing keyword has no adversary to read past.
 
+`prefilter:` lists word stems (phrases, and stems of unspaced scripts, anywhere) of which a text
+must hold one before the keywords are searched at all: dozens of long patterns then cost one pass
+over the words on the texts they could never match (`extproc.detectors.stem_filter`). A stem the
+patterns need but the list lacks loses those matches: list every word a pattern requires.
+
+`max_chars:` bounds what the keywords read to the text's first and last `max_chars / 2`
+characters: for patterns whose cost per character is high and whose target (a short request) sits
+at either end of a message, a hostile megabyte costs what a page does.
+
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
 """
@@ -28,6 +37,7 @@ from pydantic import Field, model_validator
 
 from extproc.detectors.common import join_bounded, truncation_note
 from extproc.detectors.reader_view import reader_view
+from extproc.detectors.stem_filter import StemFilter
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
@@ -49,6 +59,8 @@ class KeywordSpec(TextSignalSpec):
     case_sensitive: bool = False
     regex: bool = False  # keywords are regular expressions (Python `re` syntax)
     views: list[Literal["reader"]] = Field(default_factory=list)  # also read the text as a reader sees it
+    prefilter: list[str] = Field(default_factory=list)  # stems a text must hold before the keywords are searched
+    max_chars: int | None = Field(default=None, ge=2)  # read only the first and last max_chars / 2 characters
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -98,6 +110,7 @@ class KeywordSignal(Signal):
         super().__init__(spec)
         self._keywords = tuple(spec.keywords)
         self._labels = tuple(keyword_label(kw, spec.regex) for kw in spec.keywords)
+        self._prefilter = StemFilter(spec.prefilter) if spec.prefilter else None
         self._fold = not spec.case_sensitive and not spec.regex  # literal, case-insensitive: fold the text
         flags = re.IGNORECASE if (spec.regex and not spec.case_sensitive) else 0
         needles = [kw.casefold() if self._fold else kw for kw in spec.keywords]
@@ -118,6 +131,8 @@ class KeywordSignal(Signal):
 
     def found(self, text: str) -> list[str]:
         """The keywords present in `text`, in policy order."""
+        if self._prefilter is not None and not self._prefilter.admits(text):
+            return []
         if self._needles is not None:
             haystack = text.casefold() if self._fold else text
             return [
@@ -142,6 +157,9 @@ class KeywordSignal(Signal):
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
+        limit = self.spec.max_chars
+        if limit is not None and len(text) > limit:
+            text, total = text[: limit // 2] + "\n" + text[-(limit // 2) :], max(total, len(text))
         found = self.found(text) if text else []
         read_note, read_only = "", frozenset[str]()
         if text and "reader" in self.spec.views:

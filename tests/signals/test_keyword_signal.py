@@ -96,6 +96,24 @@ def test_a_regex_named_by_its_leading_comment_is_reported_by_that_name() -> None
     assert signal(keywords=["(?#x)y"]).known_labels() == {"(?#x)y"}
 
 
+def test_a_prefilter_gates_the_keywords_on_the_text_and_its_reader_view() -> None:
+    gated = signal(keywords=[r"how\s+to\s+make\s+\w+", r"bomb"], regex=True, prefilter=["bomb"], views=["reader"])
+    assert not gated.compute(user("how to make bread")).matched  # no stem: not searched at all
+    assert list(gated.compute(user("how to make a bomb")).labels) == [r"how\s+to\s+make\s+\w+", "bomb"]
+    assert gated.compute(user("how to make a b0mb")).matched  # the reader view passes the gate too
+    # The control: without the gate the same keyword matches the text the gate turned away.
+    assert signal(keywords=[r"how\s+to\s+make\s+\w+"], regex=True).compute(user("how to make bread")).matched
+
+
+def test_max_chars_reads_the_ends_of_a_long_text_only() -> None:
+    bounded = signal(keywords=["needle"], max_chars=100)
+    assert bounded.compute(user("needle " + "hay " * 1000)).matched  # in the head
+    assert bounded.compute(user("hay " * 1000 + "needle")).matched  # in the tail
+    middle = bounded.compute(user("hay " * 500 + "needle " + "hay " * 500))
+    assert not middle.matched and "truncated" in middle.evidence[-1]
+    assert signal(keywords=["needle"]).compute(user("hay " * 500 + "needle " + "hay " * 500)).matched  # the control
+
+
 def test_unicode_keywords() -> None:
     s = signal(keywords=["café", "naïve"])
     assert s.compute(user("un CAFÉ noir")).labels == {"café": 1.0}
