@@ -12,8 +12,8 @@ from extproc.errors import RequestError
 from extproc.policy.engine import ActionKind, DecisionTrace, EngineResult
 from extproc.policy.reasoning import apply_reasoning
 from extproc.policy.schema import ModelSpec, Plugins
-from extproc.protocol import translate
 from extproc.protocol.formats import format_for
+from extproc.protocol.formats.base import Translation
 from extproc.protocol.request import ApiKind, RoutingRequest
 from extproc.protocol.responses import dumps, rewrite_body
 from extproc.signals.base import SignalResult
@@ -96,14 +96,15 @@ class RoutingOutcome:
         if self.action != "route" or self.model is None or self.request is None:
             raise ValueError(f"only a routed request has a rewritten body (action is {self.action})")
         prompt = self.plugins.system_prompt
-        if self.translates:
+        translation = self.translation
+        if translation is not None:
             raw = dict(self.request.raw)
             if prompt is not None:
                 format_for(self.api).insert_system_prompt(raw, self.request.raw, prompt.content, prompt.mode)
-            chat = translate.messages_to_chat(raw, self.model.target_model)
-            if self.result.reasoning is not None:  # written as for any Chat body: the family's Chat paths
-                self._write_reasoning(chat)
-            return dumps(chat)
+            sent = translation.request(raw, self.model.target_model)
+            if self.result.reasoning is not None:  # written as for any body of the target format
+                self._write_reasoning(sent)
+            return dumps(sent)
         body, notes = rewrite_body(
             self.request.raw,
             self.request.api,
@@ -134,19 +135,23 @@ class RoutingOutcome:
     @property
     def wire_api(self) -> ApiKind:
         """The API of the body sent upstream: Chat for a translated Messages request."""
-        return ApiKind.CHAT if self.translates else self.api
+        translation = self.translation
+        return translation.target if translation is not None else self.api
+
+    @property
+    def translation(self) -> Translation | None:
+        """How a request routed to a model whose server does not speak its API family (a
+        Messages request to an OpenAI-only model) is sent, and its answer brought back: its
+        format's translation (`protocol.formats`); None when it goes as it came."""
+        if self.action != "route" or self.request is None or self.model is None:
+            return None
+        fmt = format_for(self.request.api)
+        return None if self.model.speaks(fmt.error_family) else fmt.translation
 
     @property
     def translates(self) -> bool:
-        """A Messages request routed to a model whose server speaks only OpenAI: sent as Chat
-        Completions, the answer translated back (`protocol.translate`)."""
-        return (
-            self.action == "route"
-            and self.request is not None
-            and self.request.api is ApiKind.MESSAGES
-            and self.model is not None
-            and not self.model.speaks_messages
-        )
+        """Whether the body goes upstream in another format, the answer translated back."""
+        return self.translation is not None
 
     @property
     def unknown_model_header(self) -> str | None:

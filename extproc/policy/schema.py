@@ -73,9 +73,9 @@ class ModelSpec(_Strict):
             raise ValueError("api must include 'openai' (Messages requests are translated to it, not the reverse)")
         return list(dict.fromkeys(api))
 
-    @property
-    def speaks_messages(self) -> bool:
-        return "anthropic" in self.api
+    def speaks(self, family: str) -> bool:
+        """Whether its server takes requests of this API family (a format's `error_family`)."""
+        return family in self.api
 
     @property
     def target_model(self) -> str:

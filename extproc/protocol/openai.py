@@ -13,7 +13,7 @@ from typing import Any
 from extproc.errors import MalformedRequest, PayloadTooLarge
 from extproc.images import ImageLimits
 from extproc.images import RemoteImage as RemoteImage
-from extproc.protocol.formats import API_PATHS, format_for
+from extproc.protocol.formats import API_PATHS, FORMATS, format_for, guessed_format
 from extproc.protocol.openai_parser import json_type
 from extproc.protocol.request import ApiKind, RoutingRequest
 
@@ -92,10 +92,9 @@ def _check_depth(raw: bytes, max_depth: int) -> None:
 
 
 def _infer_api(data: dict[str, Any]) -> ApiKind:
-    if "messages" in data:
-        return ApiKind.CHAT
-    if "input" in data:
-        return ApiKind.RESPONSES
-    if "prompt" in data:
-        return ApiKind.COMPLETIONS
-    raise MalformedRequest("request has none of 'messages', 'input' or 'prompt'", code="missing_field")
+    fmt = guessed_format(data)
+    if fmt is not None:
+        return fmt.kind
+    keys = [repr(f.body_key) for f in FORMATS.values() if f.body_key is not None]
+    named = f"{', '.join(keys[:-1])} or {keys[-1]}" if len(keys) > 1 else "".join(keys)
+    raise MalformedRequest(f"request has none of {named}", code="missing_field")

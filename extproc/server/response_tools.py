@@ -3,8 +3,9 @@
 Response phase (the tool rules' ext_proc filter, on routes whose decision metadata carries
 `respond`; or the three-message flow's response headers): the response headers say what the
 answer is. A JSON answer is buffered and judged whole; an event stream passes through a
-`StreamGate` that holds only what may carry a tool call. A Chat answer to a Messages client
-(`translate`) is translated back, errors included. Three-message flow without `respond`: the
+`StreamGate` that holds only what may carry a tool call. An answer to a request sent upstream in
+another format (`translate`: a Chat answer to a Messages client) is brought back by that
+format's translation (`protocol.formats`), errors included. Three-message flow without `respond`: the
 decision's headers for the client.
 
 MCP: a JSON-RPC `tools/call` is judged at the request and routed to the server that serves the
@@ -23,10 +24,10 @@ from extproc import headers as vsr
 from extproc.agents import mcp
 from extproc.agents.answer_gate import StreamGate, apply_to_json, calls_in_answer
 from extproc.agents.tool_calls import ToolCall, Verdict, judge_calls, redact_arguments
+from extproc.protocol.formats import translation_back
+from extproc.protocol.formats.base import StreamTranslator, Translation
 from extproc.protocol.request import ApiKind
 from extproc.protocol.responses import dumps
-from extproc.protocol.translate import ChatToMessagesStream, chat_to_message
-from extproc.protocol.translate import chat_error_to_anthropic as anthropic_error_from_chat
 from extproc.server import mutations
 
 if TYPE_CHECKING:
@@ -47,12 +48,13 @@ class ToolsState:
     respond: str = ""  # json / stream / mcp_list, from the decision metadata
     api: str = ""
     store: bool = False  # the request asked to store the answer (the rules judge that too)
-    translate: bool = False  # the answer is Chat Completions for a Messages request: translate it back
+    # The answer is in another format than the client's (Chat for a Messages request): how it goes back.
+    translation: Translation | None = None
     status: int = 0  # the upstream's, from the response headers
     content_type: str = ""  # lower-cased
     body: bytearray = field(default_factory=bytearray)
     gate: StreamGate | None = None
-    translator: ChatToMessagesStream | None = None  # a Chat answer streamed back as Messages events
+    translator: StreamTranslator | None = None  # a translated answer's stream, brought back event by event
 
 
 class ResponseTools:
@@ -69,20 +71,21 @@ class ResponseTools:
         tools.respond = fields[vsr.RESPOND_KEY]
         tools.api = fields.get(vsr.API_KEY, ApiKind.CHAT.value)
         tools.store = vsr.STORE_KEY in fields
-        tools.translate = vsr.TRANSLATE_KEY in fields
+        if vsr.TRANSLATE_KEY in fields:
+            tools.translation = translation_back(ApiKind(tools.api))
         tools.status, tools.content_type = mutations.status_and_type(request.response_headers)
-        if tools.translate and tools.status != 200:
-            return self._translated_error_headers(request, tools)
+        if tools.translation is not None and tools.status != 200:
+            return self._translated_error_headers(request, tools, tools.translation)
         if tools.respond == "stream" and tools.status == 200 and "event-stream" in tools.content_type:
             tools.gate = StreamGate(ApiKind(tools.api))
-            if tools.translate:
-                tools.translator = ChatToMessagesStream()
+            if tools.translation is not None:
+                tools.translator = tools.translation.stream()
         return mutations.response_headers({})
 
     async def body(self, body: Any, state: RequestState, tools: ToolsState) -> Any:
         router = self.backends.router
-        if tools.translate and tools.status != 200:
-            return self._translated_error(body, tools)
+        if tools.translation is not None and tools.status != 200:
+            return self._translated_error(body, tools, tools.translation)
         if not tools.respond or tools.status != 200 or router is None:
             return mutations.continue_phase("response_body")
         if tools.gate is not None:  # a stream: pass what carries no tool call, hold the rest
@@ -120,9 +123,9 @@ class ResponseTools:
         calls, text = calls_in_answer(api, doc)
         verdict = await self.judge(router, calls, text, state, store=tools.store)
         new_body = apply_to_json(api, doc, verdict) if isinstance(doc, dict) else None
-        if tools.translate and isinstance(doc, dict):
+        if tools.translation is not None and isinstance(doc, dict):
             judged = json.loads(new_body) if new_body is not None else doc
-            new_body = dumps(chat_to_message(judged))
+            new_body = dumps(tools.translation.answer(judged))
         headers = verdict.headers()
         if new_body is not None:
             headers["content-length"] = str(len(new_body))
@@ -153,27 +156,28 @@ class ResponseTools:
         return verdict
 
     @staticmethod
-    def _translated_error_headers(request: Any, tools: ToolsState) -> Any:
-        """An OpenAI-only upstream's error status for a Messages client: the status stays, the body
-        becomes Anthropic's JSON envelope (as Anthropic answers a failed request, streamed or not).
+    def _translated_error_headers(request: Any, tools: ToolsState, translation: Translation) -> Any:
+        """An upstream's error status for a translated request (an OpenAI-only upstream's, for a
+        Messages client): the status stays, the body becomes the client's JSON envelope (as
+        Anthropic answers a failed request, streamed or not).
         A streamed request's body passes in pieces, after these headers: its length is unknown
         here. An answer with no body at all gets the envelope now."""
         if request.response_headers.end_of_stream:
-            data = anthropic_error_from_chat(tools.status, b"")
+            data = translation.error(tools.status, b"")
             return mutations.response_headers_replacing_body(_JSON, data)
         return mutations.response_headers(_JSON, remove=() if tools.respond == "json" else ("content-length",))
 
     @staticmethod
-    def _translated_error(body: Any, tools: ToolsState) -> Any:
+    def _translated_error(body: Any, tools: ToolsState, translation: Translation) -> Any:
         """The error body, held (its first `_ERROR_BODY_LIMIT` bytes) until it ends, then sent in
-        Anthropic's envelope: whole in the buffered mode, as the last piece of a stream."""
+        the client's envelope: whole in the buffered mode, as the last piece of a stream."""
         if len(tools.body) < _ERROR_BODY_LIMIT:
             tools.body += body.body[: _ERROR_BODY_LIMIT - len(tools.body)]
         if not body.end_of_stream:
             if tools.respond == "json":
                 return mutations.continue_phase("response_body")
             return mutations.response_body(None, clear=True)
-        data = anthropic_error_from_chat(tools.status, bytes(tools.body))
+        data = translation.error(tools.status, bytes(tools.body))
         tools.body = bytearray()
         if tools.respond != "json":
             return mutations.response_body(data)

@@ -179,9 +179,9 @@ def test_model_api_defaults_to_both_and_must_include_openai() -> None:
     from extproc.policy.schema import ModelSpec
 
     assert ModelSpec(name="m", cluster="c").api == ["openai", "anthropic"]
-    assert ModelSpec(name="m", cluster="c").speaks_messages
+    assert ModelSpec(name="m", cluster="c").speaks("anthropic")
     only_openai = ModelSpec(name="m", cluster="c", api=["openai", "openai"])
-    assert only_openai.api == ["openai"] and not only_openai.speaks_messages
+    assert only_openai.api == ["openai"] and not only_openai.speaks("anthropic")
     with pytest.raises(ValidationError, match="must include 'openai'"):
         ModelSpec(name="m", cluster="c", api=["anthropic"])
     with pytest.raises(ValidationError):

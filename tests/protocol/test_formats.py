@@ -11,7 +11,18 @@ import pytest
 from extproc.errors import ERROR_TYPES, MalformedRequest, error_type
 from extproc.images import ImageLimits
 from extproc.protocol.answers import read_json, read_stream
-from extproc.protocol.formats import API_PATHS, FORMATS, error_body, format_for, format_for_path
+from extproc.protocol.formats import (
+    API_PATHS,
+    FORMATS,
+    error_body,
+    format_for,
+    format_for_path,
+    translation_back,
+    translations_by_target,
+)
+from extproc.protocol.formats.chat import ChatFormat
+from extproc.protocol.formats.messages import MessagesFormat
+from extproc.protocol.formats.messages_chat import MessagesToChat
 from extproc.protocol.openai import parse_request
 from extproc.protocol.request import ApiKind, Role
 from extproc.protocol.responses import assistant_reply, assistant_reply_stream, rewrite_body
@@ -124,3 +135,37 @@ def test_each_format_masks_the_tool_calls_of_its_answers(api: ApiKind) -> None:
     FORMATS[api].redact_calls(doc, lambda _: '{"masked": true}')
     calls = read_json(api, doc).tool_calls()
     assert [json.loads(c.arguments) for c in calls] == ([] if api is ApiKind.COMPLETIONS else [{"masked": True}])
+
+
+def test_a_body_on_a_path_that_names_no_api_is_guessed_by_its_formats_key() -> None:
+    # Chat's key comes first: a Messages body's `messages` reads as Chat off its own path.
+    assert [fmt.kind for fmt in FORMATS.values() if fmt.body_key] == [
+        ApiKind.CHAT,
+        ApiKind.RESPONSES,
+        ApiKind.COMPLETIONS,
+    ]
+    for api in (ApiKind.CHAT, ApiKind.RESPONSES, ApiKind.COMPLETIONS):
+        assert parse_request(json.dumps(BODIES[api]), path="/v1/other").api is api
+    assert parse_request(json.dumps(BODIES[ApiKind.MESSAGES]), path="/v1/other").api is ApiKind.CHAT
+    with pytest.raises(MalformedRequest, match="none of 'messages', 'input' or 'prompt'") as caught:
+        parse_request(json.dumps({"model": "m"}), path="/v1/other")
+    assert caught.value.code == "missing_field"
+
+
+def test_only_messages_is_translated_and_its_answer_finds_the_way_back() -> None:
+    translated = {fmt.kind: fmt.translation for fmt in FORMATS.values() if fmt.translation is not None}
+    assert list(translated) == [ApiKind.MESSAGES]
+    messages_to_chat = translated[ApiKind.MESSAGES]
+    assert messages_to_chat is not None and messages_to_chat.target is ApiKind.CHAT
+    assert translation_back(ApiKind.CHAT) is messages_to_chat
+    with pytest.raises(KeyError):
+        translation_back(ApiKind.RESPONSES)
+
+
+def test_two_formats_translated_to_one_are_refused() -> None:
+    """The decision metadata names only the upstream's API: a second format translated to Chat
+    would leave the answer's way back ambiguous, so the registry refuses it."""
+    twice = {ApiKind.MESSAGES: MessagesFormat(translation=MessagesToChat()), ApiKind.CHAT: ChatFormat(MessagesToChat())}
+    with pytest.raises(ValueError, match="two API formats are translated to chat_completions"):
+        translations_by_target(twice)
+    assert translations_by_target({ApiKind.CHAT: ChatFormat()}) == {}

@@ -9,7 +9,7 @@ import pytest
 
 from extproc.protocol import sse
 from extproc.protocol.formats import messages as anthropic
-from extproc.protocol.translate import (
+from extproc.protocol.formats.messages_chat import (
     ChatToMessagesStream,
     Untranslatable,
     chat_error_to_anthropic,

@@ -54,10 +54,6 @@ def paths_regex(paths: tuple[str, ...]) -> str:
     return "^(" + "|".join(re.escape(p) for p in paths) + ")/*$"
 
 
-MESSAGES_PATHS = FORMATS[ApiKind.MESSAGES].paths
-MESSAGES_PATH_REGEX = paths_regex(MESSAGES_PATHS)
-
-
 # Envoy's local replies by status: the client's message and OpenAI's (type, code). A status not
 # here gets the last entry's wording, with its own status in the Anthropic type.
 ENVOY_REPLIES: dict[int | None, tuple[str, str, str]] = {

@@ -23,7 +23,7 @@ from extproc.ops.envoy_config.options import (
     Upstream,
 )
 from extproc.policy.models_list import MODELS_PATH
-from extproc.protocol.translate import CHAT_PATH
+from extproc.protocol.formats.chat import CHAT_PATH
 from extproc.server.passthrough import PASSTHROUGH_PATHS
 
 # Requests the router does not classify (embeddings, audio, ...): ext_proc reads the model they name.

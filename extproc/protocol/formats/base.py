@@ -3,7 +3,8 @@ parser, its error envelope, the replies the router answers itself (whole and as 
 where a policy's system prompt goes, and the request fields each format names differently.
 
 A format module subclasses `ApiFormat`; the registry's one line makes it known to the parser,
-the renderer of decisions and Envoy's local replies.
+the renderer of decisions and Envoy's local replies. A format that may be sent upstream as
+another (Messages as Chat, to a model that speaks only OpenAI) is given its `Translation` there.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from extproc.errors import ErrorFamily, error_type, openai_envelope
 from extproc.images import ImageLimits
@@ -31,6 +32,37 @@ ReasoningFields = Literal["chat", "responses", "thinking"]
 ChoiceRead = tuple[str | None, list[dict[str, Any]], bool]
 
 
+class StreamTranslator(Protocol):
+    """A translated answer's stream, brought back event by event: fed the upstream's bytes (any
+    chunking), it returns the client-format events those bytes complete (`end`: the last bytes)."""
+
+    def feed(self, chunk: bytes, end: bool = False) -> bytes: ...
+
+
+class Translation(ABC):
+    """How a format's request is sent to an upstream that speaks only `target`, and how the
+    answer (JSON, an error, a stream) comes back in the client's format."""
+
+    target: ClassVar[ApiKind]
+
+    @abstractmethod
+    def request(self, raw: dict[str, Any], model: str) -> dict[str, Any]:
+        """The `target` body for a (parsed, so well-formed) body; a RequestError where it has no
+        `target` form."""
+
+    @abstractmethod
+    def answer(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """A `target` JSON answer in the client's format."""
+
+    @abstractmethod
+    def error(self, status: int, body: bytes) -> bytes:
+        """An upstream's error body (any shape) in the client's error envelope."""
+
+    @abstractmethod
+    def stream(self) -> StreamTranslator:
+        """A new translator for one `target` answer stream."""
+
+
 class ApiFormat(ABC):
     """One API's shapes. Subclasses set the class attributes and the abstract methods."""
 
@@ -38,10 +70,15 @@ class ApiFormat(ABC):
     paths: ClassVar[tuple[str, ...]]
     error_family: ClassVar[ErrorFamily] = "openai"
     id_prefix: ClassVar[str]
-    # The format a body is sent upstream in when the model does not speak this one (None: never).
-    translated_to: ClassVar[ApiKind | None] = None
+    # The top-level key that names a body of this format on a path that names no API (the
+    # parser's guess, in registry order); None: known by its paths only.
+    body_key: ClassVar[str | None] = None
     stream_style: ClassVar[StreamStyle] = "deltas"
     reasoning_fields: ClassVar[ReasoningFields] = "chat"
+
+    def __init__(self, translation: Translation | None = None) -> None:
+        # How a body is sent to a model that does not speak this format's family (None: never).
+        self.translation = translation
 
     def parse(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:
         """The body (a JSON object) as the one RoutingRequest; a RequestError on bad input."""

@@ -11,6 +11,8 @@ from extproc.protocol.formats.base import ApiFormat, ChoiceRead, SystemPromptMod
 from extproc.protocol.openai_parser import OpenAIParser
 from extproc.protocol.request import ApiKind, Role, RoutingRequest
 
+CHAT_PATH = "/v1/chat/completions"
+
 
 class ChatParser(OpenAIParser):
     def parse_api(self, data: dict[str, Any]) -> None:
@@ -25,7 +27,8 @@ class ChatParser(OpenAIParser):
 
 class ChatFormat(ApiFormat):
     kind: ClassVar[ApiKind] = ApiKind.CHAT
-    paths: ClassVar[tuple[str, ...]] = ("/v1/chat/completions",)
+    paths: ClassVar[tuple[str, ...]] = (CHAT_PATH,)
+    body_key: ClassVar[str | None] = "messages"
     id_prefix: ClassVar[str] = "chatcmpl"
 
     def read(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:

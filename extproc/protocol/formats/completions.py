@@ -38,6 +38,7 @@ class CompletionsParser(OpenAIParser):
 class CompletionsFormat(ApiFormat):
     kind: ClassVar[ApiKind] = ApiKind.COMPLETIONS
     paths: ClassVar[tuple[str, ...]] = ("/v1/completions",)
+    body_key: ClassVar[str | None] = "prompt"
     id_prefix: ClassVar[str] = "cmpl"
 
     def read(self, data: dict[str, Any], limits: ImageLimits) -> RoutingRequest:

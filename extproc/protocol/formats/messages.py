@@ -1,6 +1,7 @@
 """Anthropic Messages (`POST /v1/messages`): the request parsed into the one RoutingRequest, and
 what the router answers itself in Anthropic's shapes (errors, a clarifying message, its SSE).
-The translation to and from Chat Completions is `extproc.protocol.translate`.
+The translation to and from Chat Completions, for a model that speaks only OpenAI, is
+`extproc.protocol.formats.messages_chat` (the registry's line gives the format its translation).
 
 Parsing follows the OpenAI parser's rules (`protocol.openai_parser.OpenAIParser`: typed errors, the same
 image checks, the same token estimate), with Messages' own content blocks:
@@ -217,15 +218,19 @@ def message_id() -> str:
     return f"msg-vsr-{uuid.uuid4().hex[:24]}"
 
 
+def error_envelope(status: int, message: str) -> dict[str, Any]:
+    """Anthropic's error envelope: {"type": "error", "error": {"type", "message"}}, typed by status."""
+    return {"type": "error", "error": {"type": error_type(status, "anthropic"), "message": message}}
+
+
 class MessagesFormat(ApiFormat):
-    """Anthropic Messages; sent as Chat Completions to a model that speaks only OpenAI
-    (`protocol.translate`)."""
+    """Anthropic Messages; sent as Chat Completions to a model that speaks only OpenAI (its
+    translation, `messages_chat.MessagesToChat`, is given it by the registry's line)."""
 
     kind: ClassVar[ApiKind] = ApiKind.MESSAGES
     paths: ClassVar[tuple[str, ...]] = ("/v1/messages",)
     error_family = "anthropic"
     id_prefix: ClassVar[str] = "msg"
-    translated_to: ClassVar[ApiKind | None] = ApiKind.CHAT
     stream_style = "assembled_message"
     reasoning_fields = "thinking"
 
@@ -235,9 +240,8 @@ class MessagesFormat(ApiFormat):
     def error_envelope(
         self, status: int, message: str, *, code: str | None = None, param: str | None = None, kind: str | None = None
     ) -> dict[str, Any]:
-        """Anthropic's envelope: {"type": "error", "error": {"type", "message"}}, typed by status
-        (`kind` is an OpenAI type, which this envelope does not use)."""
-        return {"type": "error", "error": {"type": error_type(status, "anthropic"), "message": message}}
+        """Anthropic's envelope (`kind` is an OpenAI type, which this envelope does not use)."""
+        return error_envelope(status, message)
 
     def reply(self, model: str, text: str, reply_id: str, created: int) -> dict[str, Any]:
         return assistant_message(model, text, reply_id=reply_id)

@@ -54,6 +54,7 @@ class ResponsesParser(OpenAIParser):
 class ResponsesFormat(ApiFormat):
     kind: ClassVar[ApiKind] = ApiKind.RESPONSES
     paths: ClassVar[tuple[str, ...]] = ("/v1/responses",)
+    body_key: ClassVar[str | None] = "input"
     id_prefix: ClassVar[str] = "resp"
     stream_style = "final_response"
     reasoning_fields = "responses"

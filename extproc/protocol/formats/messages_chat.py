@@ -1,4 +1,5 @@
-"""Anthropic Messages <-> OpenAI Chat Completions, for upstreams that speak only OpenAI.
+"""Anthropic Messages <-> OpenAI Chat Completions, for upstreams that speak only OpenAI: the
+Messages format's `Translation` (`MessagesToChat`, given it by the registry's line).
 
 The request goes one way (`messages_to_chat`), the answer the other: a JSON body whole
 (`chat_to_message`), an upstream error (`chat_error_to_anthropic`), or an SSE stream event by
@@ -27,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extproc.errors import MalformedRequest
-from extproc.protocol import sse
-from extproc.protocol.formats import error_body
-from extproc.protocol.formats import messages as anthropic
+from extproc.protocol.formats.base import Translation
+from extproc.protocol.formats.messages import error_envelope, message_id, sse_event
 from extproc.protocol.jsonbody import dumps
 from extproc.protocol.request import ApiKind
+from extproc.protocol.sse import EventSplitter
+from extproc.protocol.sse import event as read_event
 
-CHAT_PATH = "/v1/chat/completions"
 _STOP_REASONS = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -48,6 +49,24 @@ class Untranslatable(MalformedRequest):
     """The request uses a Messages feature that has no Chat Completions form."""
 
     code = "untranslatable"
+
+
+class MessagesToChat(Translation):
+    """A Messages request sent as Chat Completions, its answers brought back as Messages."""
+
+    target = ApiKind.CHAT
+
+    def request(self, raw: dict[str, Any], model: str) -> dict[str, Any]:
+        return messages_to_chat(raw, model)
+
+    def answer(self, doc: dict[str, Any]) -> dict[str, Any]:
+        return chat_to_message(doc)
+
+    def error(self, status: int, body: bytes) -> bytes:
+        return chat_error_to_anthropic(status, body)
+
+    def stream(self) -> ChatToMessagesStream:
+        return ChatToMessagesStream()
 
 
 # -- the request: Messages -> Chat ------------------------------------------------------------
@@ -217,7 +236,7 @@ def _input_of(arguments: object) -> dict[str, Any]:
 
 
 def _message_id(chat_id: object) -> str:
-    return f"msg_{chat_id}" if isinstance(chat_id, str) and chat_id else anthropic.message_id()
+    return f"msg_{chat_id}" if isinstance(chat_id, str) and chat_id else message_id()
 
 
 def chat_to_message(doc: dict[str, Any]) -> dict[str, Any]:
@@ -270,7 +289,7 @@ def chat_error_to_anthropic(status: int, body: bytes) -> bytes:
             message = doc["message"]
     if not message:
         message = body.decode("utf-8", "replace")[:500] or f"upstream answered {status}"
-    return dumps(error_body(ApiKind.MESSAGES, status, message))
+    return dumps(error_envelope(status, message))
 
 
 def stream_error(error: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +298,7 @@ def stream_error(error: dict[str, Any]) -> dict[str, Any]:
     code = error.get("code")
     status = code if isinstance(code, int) and 400 <= code <= 599 else 500
     message = str(error.get("message") or "upstream error")
-    return {"error": error_body(ApiKind.MESSAGES, status, message)["error"]}
+    return {"error": error_envelope(status, message)["error"]}
 
 
 @dataclass(slots=True)
@@ -288,7 +307,7 @@ class ChatToMessagesStream:
     (any chunking); it returns the Messages events those bytes complete."""
 
     model: str = ""
-    _splitter: sse.EventSplitter = field(default_factory=sse.EventSplitter)
+    _splitter: EventSplitter = field(default_factory=EventSplitter)
     _started: bool = False
     _finished: bool = False
     _index: int = -1  # the open content block's index (-1: none)
@@ -309,14 +328,14 @@ class ChatToMessagesStream:
                 self._start({}, out)
                 self._close_block(out)
                 error = {"type": "api_error", "message": "the upstream's stream ended before the answer was complete"}
-                out.append(anthropic.sse_event("error", {"error": error}))
+                out.append(sse_event("error", {"error": error}))
                 self._finished = True
             self._finish(out)
         self.events += len(out)
         return b"".join(out)
 
     def _event(self, raw: bytes, out: list[bytes]) -> None:
-        _, data = sse.event(raw.decode("utf-8", "replace"))
+        _, data = read_event(raw.decode("utf-8", "replace"))
         if not data:
             return
         if data.strip() == "[DONE]":
@@ -330,7 +349,7 @@ class ChatToMessagesStream:
             return
         if isinstance(doc.get("error"), dict):  # vLLM reports a failure mid-stream as an error chunk
             self._close_block(out)
-            out.append(anthropic.sse_event("error", stream_error(doc["error"])))
+            out.append(sse_event("error", stream_error(doc["error"])))
             self._finished = True
             return
         self.model = str(doc.get("model") or self.model)
@@ -369,7 +388,7 @@ class ChatToMessagesStream:
             "stop_sequence": None,
             "usage": {"input_tokens": 0, "output_tokens": 0},
         }
-        out.append(anthropic.sse_event("message_start", {"message": message}))
+        out.append(sse_event("message_start", {"message": message}))
 
     def _tool_piece(self, piece: Any, out: list[bytes]) -> None:
         if not isinstance(piece, dict):
@@ -390,14 +409,14 @@ class ChatToMessagesStream:
     def _open_block(self, block: dict[str, Any], kind: str, out: list[bytes]) -> None:
         self._index += 1
         self._open = kind
-        out.append(anthropic.sse_event("content_block_start", {"index": self._index, "content_block": block}))
+        out.append(sse_event("content_block_start", {"index": self._index, "content_block": block}))
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
-        return anthropic.sse_event("content_block_delta", {"index": self._index, "delta": delta})
+        return sse_event("content_block_delta", {"index": self._index, "delta": delta})
 
     def _close_block(self, out: list[bytes]) -> None:
         if self._open:
-            out.append(anthropic.sse_event("content_block_stop", {"index": self._index}))
+            out.append(sse_event("content_block_stop", {"index": self._index}))
             self._open = ""
 
     def _finish(self, out: list[bytes]) -> None:
@@ -408,7 +427,7 @@ class ChatToMessagesStream:
             self._start({}, out)
         self._close_block(out)
         out.append(
-            anthropic.sse_event(
+            sse_event(
                 "message_delta",
                 {
                     "delta": {"stop_reason": self._stop_reason, "stop_sequence": None},
@@ -416,4 +435,4 @@ class ChatToMessagesStream:
                 },
             )
         )
-        out.append(anthropic.sse_event("message_stop", {}))
+        out.append(sse_event("message_stop", {}))
