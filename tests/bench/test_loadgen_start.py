@@ -1,4 +1,4 @@
-"""bench/loadgen.run_load's `start`: successive phases send texts the server has not seen yet (the
+"""`run_load` (bench/loadgen.py) with `start`: successive phases send texts the server has not seen yet (the
 realistic mix's figures must not come from per-text caches warmed by the phase before)."""
 
 from __future__ import annotations
