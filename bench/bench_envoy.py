@@ -40,6 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -186,16 +187,38 @@ def cpu_seconds(pid: int | None) -> float:
     return own + sum(cpu_seconds(kid) for kid in kids)
 
 
+def counters(admin_port: int | None) -> dict[str, float]:
+    """The server's encoder counters (texts encoded, texts and jobs refused by admission) from /metrics."""
+    if admin_port is None:
+        return {}
+    with urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    wanted = ("vsr_encoder_texts_total", "vsr_heavy_refused_total")
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in wanted:
+            found[name] = float(value)
+    return found
+
+
 async def measure(
-    port: int, payloads: list[bytes], args: argparse.Namespace, pids: dict[str, int | None]
-) -> tuple[LoadResult, LoadResult, dict[str, float]]:
-    """Latency at concurrency 1, then throughput; CPU ms per request of each process in the latter."""
-    await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, total=args.warmup)
-    latency = await run_load("127.0.0.1", port, payloads, concurrency=1, total=args.latency_requests)
+    port: int, payloads: list[bytes], args: argparse.Namespace, pids: dict[str, int | None], start: int = 0
+) -> tuple[LoadResult, LoadResult, dict[str, float], int]:
+    """Latency at concurrency 1, then throughput; CPU ms per request of each process in the latter;
+    and where in the payloads the next phase should start. Each phase starts where the one before
+    stopped (from `start`), so with distinct texts no phase resends a text the server has just seen
+    (no per-text cache answers for it) until the payloads wrap around."""
+    warm = await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, total=args.warmup, start=start)
+    sent = start + warm.count + warm.errors
+    latency = await run_load("127.0.0.1", port, payloads, concurrency=1, total=args.latency_requests, start=sent)
+    sent += latency.count + latency.errors
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    throughput = await run_load("127.0.0.1", port, payloads, concurrency=args.concurrency, duration_s=args.duration)
+    throughput = await run_load(
+        "127.0.0.1", port, payloads, concurrency=args.concurrency, duration_s=args.duration, start=sent
+    )
     cpu = {name: (cpu_seconds(pid) - before[name]) * 1000.0 / max(1, throughput.count) for name, pid in pids.items()}
-    return latency, throughput, cpu
+    return latency, throughput, cpu, sent + throughput.count + throughput.errors + args.concurrency
 
 
 class FloorStack(Stack):
@@ -213,9 +236,15 @@ class FloorStack(Stack):
 
 
 def bench_stack(
-    policy: Path, args: argparse.Namespace, workdir: Path, logs: list[str], kind: type[Stack] = Stack
+    policy: Path,
+    args: argparse.Namespace,
+    workdir: Path,
+    logs: list[str],
+    kind: type[Stack] = Stack,
+    env: dict[str, str] | None = None,
 ) -> tuple[Stack, EnvoyOptions, int, int]:
-    """A started stack for `policy`: Envoy with the bench listeners, the server, the upstream."""
+    """A started stack for `policy`: Envoy with the bench listeners, the server (with `env`'s
+    settings on top), the upstream."""
     options = EnvoyOptions(
         listener_port=free_port(), admin_port=free_port(), ext_proc_port=free_port(), access_log=False
     )
@@ -236,6 +265,7 @@ def bench_stack(
                 "VSR_LOGGING__LEVEL": args.log_level,
                 "VSR_SERVER__WORKERS": str(args.workers),
                 "VSR_SERVER__EVENT_LOOP": args.event_loop,
+                **(env or {}),
             },
             envoy_args=["--concurrency", str(args.envoy_concurrency)] if args.envoy_concurrency else [],
         ),
@@ -380,7 +410,10 @@ def main() -> int:
     started = time.perf_counter()
     started_stacks: list[Stack] = []
     try:
-        main_stack = bench_stack(args.policy, args, Path(tmp.name) / "main", logs)
+        admin_port = free_port()
+        main_stack = bench_stack(
+            args.policy, args, Path(tmp.name) / "main", logs, env={"VSR_SERVER__ADMIN_PORT": str(admin_port)}
+        )
         started_stacks.append(main_stack[0])
         other = bench_stack(baseline_path, args, Path(tmp.name) / "baseline", logs) if baseline_path else None
         if other is not None:
@@ -412,10 +445,13 @@ def main() -> int:
     }
     comparison: Comparison | None = None
     try:
-        *plain, plain_cpu = asyncio.run(measure(plain_port, payloads_plain, args, pids))
-        *three, three_cpu = asyncio.run(measure(three_port, payloads_three, args, pids))
-        *vsr, vsr_cpu = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids))
-        floor_result: tuple[LoadResult, LoadResult, dict[str, float]] | None = None
+        *plain, plain_cpu, _ = asyncio.run(measure(plain_port, payloads_plain, args, pids))
+        # The 3-message and 1-message listeners share one server: the latter goes on where the former stopped.
+        *three, three_cpu, sent = asyncio.run(measure(three_port, payloads_three, args, pids))
+        encoder_before = counters(admin_port)
+        *vsr, vsr_cpu, _ = asyncio.run(measure(options.listener_port, payloads_vsr, args, pids, start=sent))
+        encoder_after = counters(admin_port)
+        floor_result: tuple[LoadResult, LoadResult, dict[str, float], int] | None = None
         if floor is not None:
             floor_stack, floor_options = floor[0], floor[1]
             payloads_floor = chat_payloads(floor_options.listener_port, bodies)
@@ -467,6 +503,13 @@ def main() -> int:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in cpu.items())
         print(f"CPU ms per request ({name}): {parts}; total {sum(cpu.values()):.3f}")
     print(f"server CPU per request, 1 message: {vsr_cpu['ext_proc']:.3f} ms (target <= 0.45); errors: {errors}")
+    # Warm-up, sequential and throughput phases: the warm-up's requests are counted as args.warmup.
+    sent_1 = args.warmup + sum(r.count for r in vsr)
+    delta = {k: (encoder_after[k] - encoder_before[k]) / max(1, sent_1) for k in encoder_after}
+    print(
+        f"1 message, all its phases: texts encoded a request {delta['vsr_encoder_texts_total']:.2f}, encoder "
+        f"work refused by admission (would end after the deadline) a request {delta['vsr_heavy_refused_total']:.2f}"
+    )
     if comparison is not None:
         comparison.report(
             args.policy.name, "without its classifier signals" if args.without_classifier else str(baseline_path)

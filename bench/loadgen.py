@@ -130,8 +130,10 @@ async def run_load(
     concurrency: int,
     duration_s: float | None = None,
     total: int | None = None,
+    start: int = 0,
 ) -> LoadResult:
-    """Closed loop: `concurrency` connections until `duration_s` passes or `total` requests are done."""
+    """Closed loop: `concurrency` connections until `duration_s` passes or `total` requests are done,
+    taking the payloads in turn from index `start` (so successive phases can send texts not sent before)."""
     loop = asyncio.get_running_loop()
     result = LoadResult()
     started = time.perf_counter()
@@ -140,7 +142,7 @@ async def run_load(
 
     async def worker(offset: int) -> None:
         conn: Connection | None = None
-        i = offset
+        i = start + offset
         while remaining[0] > 0 and (stop_at is None or time.perf_counter() < stop_at):
             remaining[0] -= 1
             try:

@@ -10,7 +10,7 @@ from extproc.errors import RequestError
 from extproc.models.executor import HeavyExecutor
 from extproc.models.registry import ModelRegistry
 from extproc.outcome import RoutingOutcome
-from extproc.policy.engine import EngineResult, decide, needed_signals
+from extproc.policy.engine import EngineResult, decide, next_needed
 from extproc.policy.load import CompiledPolicy, load_policy
 from extproc.policy.selection import FleetView
 from extproc.protocol.openai import api_for_path, parse_request
@@ -178,11 +178,14 @@ class Router:
             request,
             deadline,
         )
-        while needed := needed_signals(policy, results):
+        needed, first = next_needed(policy, results)
+        while needed:
             # The cheapest cost class first: it may settle the decision without the rest.
             cheapest = min(signals[name].cost for name in needed)
             batch = [signals[name] for name in needed if signals[name].cost == cheapest]
             results.update(await dispatcher.run(batch, request, deadline))
+            # The decisions before `first` stay false or out of reach with more results: skip them.
+            needed, first = next_needed(policy, results, first)
         return results
 
     def close(self) -> None:

@@ -102,7 +102,14 @@ def leaf_value(leaf: Leaf, result: SignalResult | None, signals: Mapping[str, Si
 
 
 def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) -> list[str]:
+    """Signals that must still run before the winning decision is certain (`next_needed`)."""
+    return next_needed(policy, results)[0]
+
+
+def next_needed(policy: CompiledPolicy, results: Mapping[str, SignalResult], start: int = 0) -> tuple[list[str], int]:
     """Signals that must still run before the winning decision is certain; empty once it is.
+    Also the index of the decision they are for: a later call for the same request, with more
+    results, may start there (`start`), since every decision before it stays passed over.
 
     Signals not yet run count as unknown. Walking decisions by priority, one that is false
     stays false whatever the pending signals say, and the first one that is true wins
@@ -112,6 +119,8 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
     that no outcome of its pending (or timed-out) signals can make true (it also waits on a
     signal that could not run, such as image labels without a vision model) is passed over
     like a false one: `_choose` never picks it, so its signals are not run for nothing.
+    Both hold as results arrive (a result only narrows what a pending signal may say), which is
+    what lets a later round skip the decisions before `start`.
     """
     signals = policy.signals
     derived = policy.derived
@@ -129,7 +138,9 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
             return None
         return leaf_value(leaf, result, signals)
 
-    for decision in policy.decisions:
+    decisions = policy.decisions
+    for index in range(start, len(decisions)):
+        decision = decisions[index]
         pending: list[str] = []
 
         def value_of(leaf: Leaf, pending: list[str] = pending) -> Tri:
@@ -147,12 +158,12 @@ def needed_signals(policy: CompiledPolicy, results: Mapping[str, SignalResult]) 
 
         verdict = value(decision.when, value_of)
         if verdict is Tri.TRUE:
-            return []
+            return [], index
         if verdict is Tri.UNKNOWN and pending:
             if not can_still_be_true(decision.when, known_or_pending):
                 continue  # undecided for good (a signal that cannot run): it never wins, whatever they say
-            return pending
-    return []
+            return pending, index
+    return [], len(decisions)
 
 
 def decide(

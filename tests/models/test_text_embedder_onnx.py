@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from extproc.models.bert_onnx import BertGraphError, build_model
-from extproc.models.text_embedder import TextEmbedder, load_text_embedder, packaged_model_dir
+from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder, packaged_model_dir
 from extproc.settings import EmbedderSettings
 
 MIN_COSINE = 0.9999
@@ -127,12 +127,33 @@ def test_the_tokenizer_json_path_gives_transformers_ids(model_dir: Path) -> None
 
     served = TextEmbedder(model_dir, cache_size=0, runtime="onnx")
     assert served._onnx is not None
-    ours = [e.ids for e in served._onnx.tokenizer.encode_batch(TEXTS)]
+    rows = [e.ids for e in served._onnx.tokenizer.encode_batch(TEXTS)]
+    ids, mask = served._onnx.padded(rows)  # one group holding every text: padded as transformers pads
     theirs = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)(
         TEXTS, padding=True, truncation=True, max_length=256
-    )["input_ids"]
-    assert ours == theirs
-    assert max(sum(1 for i in row if i) for row in ours) == 256  # the long rows were truncated
+    )
+    assert ids.tolist() == theirs["input_ids"] and mask.tolist() == theirs["attention_mask"]
+    assert max(len(row) for row in rows) == 256  # the long rows were truncated
+    assert len({len(row) for row in rows}) > 1  # unpadded: each pass pads only its own group
+
+
+def test_texts_of_far_apart_lengths_run_in_separate_passes() -> None:
+    groups = length_groups([300, 10, 12, 11, 250, 40])
+    assert groups == [[1, 3, 2], [5], [4, 0]]  # ascending; 40 would pad 10-12 too much, 250 and 300 share
+    assert length_groups([]) == []
+    # Near lengths share one pass, even short ones a few tokens apart (the allowance).
+    assert length_groups([8, 9, 14, 10]) == [[0, 1, 3, 2]]
+
+
+def test_grouped_passes_give_the_rows_of_one_text_a_pass(model_dir: Path) -> None:
+    served = TextEmbedder(model_dir, cache_size=0, runtime="onnx")
+    assert served._onnx is not None
+    mixed = [TEXTS[0], "x " * 400, TEXTS[1], "short", TEXTS[-1]]
+    before = served._onnx.calls
+    vectors = served.embed_uncached(mixed)
+    assert served._onnx.calls - before > 1  # the 256-token text did not pad the short ones
+    single = np.stack([served.embed_uncached([t])[0] for t in mixed])
+    assert parity_failures(vectors, single) == []  # rows back in input order
 
 
 def test_the_check_catches_a_wrong_pooling_truncation_or_norm(model_dir: Path) -> None:
