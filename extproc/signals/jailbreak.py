@@ -1,7 +1,8 @@
 """Jailbreak signal: instruction overrides, system-prompt exfiltration and role-play escapes.
 
-Reads the user's text by default (`roles` can add others). Per category the score is the
-strongest finding's; the signal matches when any category reaches `threshold`.
+Reads the user's text by default (`roles` can add others), a long text whole (in overlapping
+windows, up to `detectors.common.MAX_WINDOWED_CHARS`). Per category the score is the strongest
+finding's; the signal matches when any category reaches `threshold`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class JailbreakSpec(TextSignalSpec):
 
 class JailbreakSignal(DetectorSignal):
     known_kinds = JAILBREAK_CATEGORIES
+    reads_whole_text = True  # an attacker chooses where in a long text the override goes
     spec: JailbreakSpec
 
     def chosen_kinds(self) -> list[str] | None:

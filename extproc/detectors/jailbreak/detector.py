@@ -72,7 +72,7 @@ def _scan(text: str, wanted: frozenset[str]) -> tuple[list[tuple[Rule, int, int]
     if SCRIPT_HINT.search(text):
         for rule in SCRIPT_RULES:
             if rule.category in wanted:
-                hits.extend((rule, m.start(), m.end()) for m in rule.pattern.finditer(view))
+                hits.extend((rule, m.start(), m.end()) for m in rule.finditer(view))
     return hits, view
 
 

@@ -43,8 +43,8 @@ def _script_rule(
     if len(gaps) != len(alts) - 1:
         raise ValueError("one gap per joint")
     guard = "".join(f"(?<!{re.escape(normalize(n) + (' ' if n.endswith(' ') else ''))})" for n in not_after)
-    pattern = guard + alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
-    return Rule(category, weight, frozenset(), re.compile(pattern))
+    pattern = alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
+    return Rule(category, weight, frozenset(), re.compile(pattern), re.compile(guard) if guard else None)
 
 
 _ZH_NOT = (
