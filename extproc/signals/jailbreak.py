@@ -13,8 +13,15 @@ from pydantic import Field, model_validator
 
 from extproc.detectors.common import Finding
 from extproc.detectors.jailbreak import JAILBREAK_CATEGORIES, find_jailbreak
+from extproc.models.lru import LruCache
 from extproc.signals.base import Evaluation, TextSignalSpec
 from extproc.signals.detector import MAX_EVIDENCE, DetectorSignal, selected_kinds
+
+# A policy reads the same text with several jailbreak signals (the default: `jailbreak`, and
+# `quoted_attack_phrase` at a lower threshold): a long text's windows are searched once, their
+# findings kept for the next signal. Short texts cost microseconds and are not kept.
+_SHARED_FROM = 16 * 1024  # characters
+_shared_findings: LruCache[list[Finding]] = LruCache(16)
 
 
 class JailbreakSpec(TextSignalSpec):
@@ -37,7 +44,14 @@ class JailbreakSignal(DetectorSignal):
         return self.spec.categories
 
     def find(self, text: str) -> list[Finding]:
-        return find_jailbreak(text, self.kinds)
+        if len(text) < _SHARED_FROM:
+            return find_jailbreak(text, self.kinds)
+        key = ",".join(self.kinds) + "\x00" + text
+        found = _shared_findings.get(key)
+        if found is None:
+            found = find_jailbreak(text, self.kinds)
+            _shared_findings.put(key, found)
+        return list(found)
 
     def summarize(self, findings: list[Finding]) -> Evaluation:
         # Every category found is a label (with its best score); the threshold decides the match.

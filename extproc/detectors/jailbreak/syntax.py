@@ -36,6 +36,9 @@ class Rule:
     # that opens with a lookbehind loses the regex engine's first-character skip and is tried at
     # every position of the text (a whole-text search three to ten times slower).
     not_after: re.Pattern[str] | None = None
+    # Characters a text must hold for the rule to match at all (a rule of Russian phrases needs
+    # Cyrillic): a text without them skips the rule's search. None: tried on every text.
+    needs: re.Pattern[str] | None = None
 
     def finditer(self, view: str) -> Iterator[re.Match[str]]:
         """What `pattern` with its `not_after` lookbehinds in front would find in `view`."""
