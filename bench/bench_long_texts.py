@@ -24,9 +24,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from extproc.models.lru import LruCache  # noqa: E402
 from extproc.protocol.openai import parse_request  # noqa: E402
 from extproc.router import Router  # noqa: E402
 from extproc.settings import Settings  # noqa: E402
+from extproc.signals import jailbreak as jailbreak_module  # noqa: E402
 from extproc.signals.jailbreak import JailbreakSignal, JailbreakSpec  # noqa: E402
 
 EVERYDAY = ("everyday_requests.jsonl", "everyday_safety_questions.jsonl", "everyday_unseen.jsonl")
@@ -58,14 +60,23 @@ def long_texts() -> dict[str, str]:
     }
 
 
+def cold() -> None:
+    """Forget the jailbreak findings kept for long texts: every timed run searches afresh (within
+    one route the second jailbreak signal still reuses the first's search, as in serving)."""
+    jailbreak_module._shared_findings = LruCache(16)
+
+
 @contextmanager
 def whole_text(on: bool) -> Iterator[None]:
-    before = JailbreakSignal.reads_whole_text
+    """`on`: this branch (whole text in windows, one search shared by the jailbreak signals); off:
+    main (head + tail, each jailbreak signal searching on its own)."""
+    before = JailbreakSignal.reads_whole_text, jailbreak_module._SHARED_FROM
     JailbreakSignal.reads_whole_text = on
+    jailbreak_module._SHARED_FROM = before[1] if on else sys.maxsize
     try:
         yield
     finally:
-        JailbreakSignal.reads_whole_text = before
+        JailbreakSignal.reads_whole_text, jailbreak_module._SHARED_FROM = before
 
 
 def signal_cost(repeat: int) -> None:
@@ -80,6 +91,7 @@ def signal_cost(repeat: int) -> None:
                 runs = []
                 with whole_text(on):
                     for _ in range(repeat if size <= 1024**2 else 1):
+                        cold()
                         started = time.perf_counter()
                         jailbreak.compute(request)
                         runs.append((time.perf_counter() - started) * 1000.0)
@@ -109,6 +121,7 @@ async def main() -> int:
                 runs = []
                 for _ in range(args.repeat):
                     with whole_text(on):
+                        cold()
                         runs.append(await route(router, text))
                 decision = runs[-1][0]
                 print(f"{name:36} {mode:20} {decision:18} {statistics.median(r[2] for r in runs):9.0f}")
