@@ -120,20 +120,26 @@ def join_bounded(
 # 4 Mi characters is about a million tokens of English, eight times the largest context window
 # the default fleet serves, so a text longer than that cannot reach a model whole anyway (vLLM
 # refuses a prompt over max_model_len). A longer text is read in windows up to the budget less
-# `MAX_TAIL_CHARS`, then its last `MAX_TAIL_CHARS` (the evidence says so). Cost: linear, about
-# 40-70 ms per Mi characters of ASCII prose for the jailbreak patterns (bench/bench_long_texts.py).
+# `MAX_TAIL_CHARS`, then its last `MAX_TAIL_CHARS` (the evidence says so). Cost: linear, of the
+# order of 0.15 s per Mi characters of English prose and 1.5 s of Russian for the jailbreak
+# patterns on a shared 2-core machine (bench/bench_long_texts.py).
 MAX_WINDOWED_CHARS = 4 * 1024 * 1024
+# Text that is not all ASCII costs the patterns five to ten times as much a character (Unicode
+# normalisation, the rules of scripts without word anchors), so its budget is a quarter: 1 Mi
+# characters is still over twice the largest context window (131,072 tokens) in any script.
+MAX_WINDOWED_CHARS_NON_ASCII = 1024 * 1024
 
 
 def scan_windows(
     texts: Iterable[str],
     window: int = MAX_SCAN_CHARS + MAX_TAIL_CHARS,
-    budget: int = MAX_WINDOWED_CHARS,
+    budget: int | None = None,
     sep: str = "\n\n",
     tail: int = MAX_TAIL_CHARS,
 ) -> tuple[list[tuple[int, str]], int, int]:
     """Join `texts` with `sep` and cut the join into windows that cover it whole (a join of at most
-    `budget` characters), each at most `window + _TAIL_LOOKBACK` long, each after the
+    `budget` characters: by default `MAX_WINDOWED_CHARS`, `MAX_WINDOWED_CHARS_NON_ASCII` for text
+    that is not all ASCII), each at most `window + _TAIL_LOOKBACK` long, each after the
     first starting at the first word in the last `_TAIL_LOOKBACK` characters of the one before. A
     longer join is covered up to `budget - tail` characters and in its last `tail` (moved back to
     a boundary as `join_bounded` moves it).
@@ -148,6 +154,8 @@ def scan_windows(
     total = len(joined)
     if total <= window + _TAIL_LOOKBACK:
         return [(0, joined)], total, total
+    if budget is None:
+        budget = MAX_WINDOWED_CHARS if joined.isascii() else MAX_WINDOWED_CHARS_NON_ASCII
     covered = total if total <= budget else max(window, budget - tail)
     windows: list[tuple[int, str]] = []
     start = 0
@@ -194,9 +202,9 @@ def windowed_note(windows: int, read: int, total: int) -> tuple[str, ...]:
     """An evidence line for a text read in several windows: whole, or only in part (over the budget)."""
     if read < total:
         return (
-            f"truncated: read {read} of {total} characters in {windows} windows (all but the middle; "
-            f"a text over {MAX_WINDOWED_CHARS} characters keeps its first {MAX_WINDOWED_CHARS - MAX_TAIL_CHARS} "
-            f"and its last {MAX_TAIL_CHARS})",
+            f"truncated: read {read} of {total} characters in {windows} windows (all but the middle: over the "
+            f"budget, {MAX_WINDOWED_CHARS} characters of ASCII text, {MAX_WINDOWED_CHARS_NON_ASCII} of other text, "
+            f"a text keeps its first part and its last {MAX_TAIL_CHARS})",
         )
     if windows > 1:
         return (f"read whole: {total} characters in {windows} windows",)
