@@ -112,6 +112,105 @@ def join_bounded(
     return joined[:limit] + sep + joined[start:], total
 
 
+# The jailbreak patterns read a long text whole (an attacker chooses where an override goes, so
+# a scan with gaps is a scan with hiding places), in windows of what `join_bounded` reads (a
+# text it reads whole is one window, read as before) that overlap
+# by about `_TAIL_LOOKBACK` (each after the first starts at the first word inside the overlap, so
+# a phrase cut by one window's end is whole in the next), up to this many characters a text:
+# 4 Mi characters is about a million tokens of English, eight times the largest context window
+# the default fleet serves, so a text longer than that cannot reach a model whole anyway (vLLM
+# refuses a prompt over max_model_len). A longer text is read in windows up to the budget less
+# `MAX_TAIL_CHARS`, then its last `MAX_TAIL_CHARS` (the evidence says so). Cost: linear, of the
+# order of 0.15 s per Mi characters of English prose and 1.5 s of Russian for the jailbreak
+# patterns on a shared 2-core machine (bench/bench_long_texts.py).
+MAX_WINDOWED_CHARS = 4 * 1024 * 1024
+# Text that is not all ASCII costs the patterns five to ten times as much a character (Unicode
+# normalisation, the rules of scripts without word anchors), so its budget is a quarter: 1 Mi
+# characters is still over twice the largest context window (131,072 tokens) in any script.
+MAX_WINDOWED_CHARS_NON_ASCII = 1024 * 1024
+
+
+def scan_windows(
+    texts: Iterable[str],
+    window: int = MAX_SCAN_CHARS + MAX_TAIL_CHARS,
+    budget: int | None = None,
+    sep: str = "\n\n",
+    tail: int = MAX_TAIL_CHARS,
+) -> tuple[list[tuple[int, str]], int, int]:
+    """Join `texts` with `sep` and cut the join into windows that cover it whole (a join of at most
+    `budget` characters: by default `MAX_WINDOWED_CHARS`, `MAX_WINDOWED_CHARS_NON_ASCII` for text
+    that is not all ASCII), each at most `window + _TAIL_LOOKBACK` long, each after the
+    first starting at the first word in the last `_TAIL_LOOKBACK` characters of the one before. A
+    longer join is covered up to `budget - tail` characters and in its last `tail` (moved back to
+    a boundary as `join_bounded` moves it).
+
+    Returns (windows as (offset in the join, text), how many of the join's characters some window
+    reads, the join's length):
+    the caller shifts each window's findings by its offset and drops the doubles of the overlaps.
+    """
+    if window <= _TAIL_LOOKBACK:
+        raise ValueError(f"window must be longer than the overlap ({_TAIL_LOOKBACK} characters)")
+    joined = sep.join(texts)
+    total = len(joined)
+    if total <= window + _TAIL_LOOKBACK:
+        return [(0, joined)], total, total
+    if budget is None:
+        budget = MAX_WINDOWED_CHARS if joined.isascii() else MAX_WINDOWED_CHARS_NON_ASCII
+    covered = total if total <= budget else max(window, budget - tail)
+    windows: list[tuple[int, str]] = []
+    start = 0
+    while start < covered:
+        end = min(covered, start + window)
+        if covered - end <= _TAIL_LOOKBACK:  # a sliver would be left: this window takes it
+            end = covered
+        windows.append((start, joined[start:end]))
+        if end >= covered:
+            break
+        start = _word_start_after(joined, end - _TAIL_LOOKBACK, end)
+    if covered < total:
+        tail_start = _boundary_before(joined, total - tail, max(covered, total - tail - _TAIL_LOOKBACK))
+        windows.append((tail_start, joined[tail_start:]))
+    read = covered + (total - windows[-1][0] if covered < total else 0)
+    return windows, read, total
+
+
+def _word_start_after(text: str, floor: int, at: int) -> int:
+    """The first word start after `floor` and before `at`, or `floor` itself (an unbroken run of
+    letters, as Chinese is written): the next window then repeats everything from there, so any
+    phrase shorter than the overlap that the previous window's end cut is whole in it."""
+    found = [i for i in (text.find(" ", floor, at), text.find("\n", floor, at), text.find("\t", floor, at)) if i >= 0]
+    return min(found) + 1 if found else floor
+
+
+def _boundary_before(text: str, at: int, floor: int) -> int:
+    """The start of the line (else the word) that holds position `at`, at least `floor`; `at` itself
+    when none starts in between (one unbroken token)."""
+    boundary = text.rfind("\n", floor, at)
+    if boundary < 0:
+        boundary = max(text.rfind(" ", floor, at), text.rfind("\t", floor, at))
+    return boundary + 1 if boundary >= 0 else at
+
+
+def shifted(findings: Iterable[Finding], offset: int) -> list[Finding]:
+    """`findings` of a window moved to offsets in the whole text."""
+    if not offset:
+        return list(findings)
+    return [Finding(f.kind, f.start + offset, f.end + offset, f.score, f.redacted) for f in findings]
+
+
+def windowed_note(windows: int, read: int, total: int) -> tuple[str, ...]:
+    """An evidence line for a text read in several windows: whole, or only in part (over the budget)."""
+    if read < total:
+        return (
+            f"truncated: read {read} of {total} characters in {windows} windows (all but the middle: over the "
+            f"budget, {MAX_WINDOWED_CHARS} characters of ASCII text, {MAX_WINDOWED_CHARS_NON_ASCII} of other text, "
+            f"a text keeps its first part and its last {MAX_TAIL_CHARS})",
+        )
+    if windows > 1:
+        return (f"read whole: {total} characters in {windows} windows",)
+    return ()
+
+
 def truncation_note(scanned: int, total: int) -> tuple[str, ...]:
     """An evidence line saying the scan was cut (its head and tail read), or nothing."""
     if total > scanned:

@@ -5,6 +5,9 @@ Each subclass names its detector (`find`), the kinds it knows, and which spec fi
 kinds; the spec validates that field with `detectors.common.check_kinds` through
 `selected_kinds`. Text is joined under one bound (`join_bounded`: a long text's head and its
 tail, so an attack written after a long padding is read), and a cut is noted in the evidence.
+A detector whose findings an attacker places (`reads_whole_text`: jailbreak) reads a long text
+whole instead, in overlapping windows up to a per-text budget (`scan_windows`): an override in
+the middle of a padded text has no gap to hide in.
 """
 
 from __future__ import annotations
@@ -13,7 +16,15 @@ from abc import abstractmethod
 from collections.abc import Collection
 from typing import ClassVar
 
-from extproc.detectors.common import Finding, check_kinds, join_bounded, truncation_note
+from extproc.detectors.common import (
+    Finding,
+    check_kinds,
+    join_bounded,
+    scan_windows,
+    shifted,
+    truncation_note,
+    windowed_note,
+)
 from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
@@ -52,6 +63,8 @@ class DetectorSignal(Signal):
     inline = True
     safety: ClassVar[bool] = True
     known_kinds: ClassVar[tuple[str, ...]]
+    # Read a long text whole, window by window, rather than its head and tail (`scan_windows`).
+    reads_whole_text: ClassVar[bool] = False
 
     spec: TextSignalSpec
 
@@ -71,13 +84,35 @@ class DetectorSignal(Signal):
     def summarize(self, findings: list[Finding]) -> Evaluation:
         return summarize(findings, 0.5)
 
+    def find_in_windows(self, windows: list[tuple[int, str]]) -> list[Finding]:
+        """`find` over each window, findings at offsets in the whole text; a finding two windows
+        share (the overlap) is kept once."""
+        if len(windows) == 1:
+            _, text = windows[0]
+            return self.find(text) if text else []
+        seen: set[tuple[str, int, int]] = set()
+        out: list[Finding] = []
+        for offset, text in windows:
+            for f in shifted(self.find(text), offset):
+                key = (f.kind, f.start, f.end)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(f)
+        return sorted(out, key=lambda f: f.start)
+
     def known_labels(self) -> frozenset[str]:
         return frozenset(self.kinds)
 
     def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
-        evaluation = self.summarize(self.find(text) if text else [])
-        note = truncation_note(len(text), total)
+        texts = (s.text for s in request.iter_text(self.spec.roles))
+        if self.reads_whole_text:
+            windows, read, total = scan_windows(texts)
+            evaluation = self.summarize(self.find_in_windows(windows))
+            note = windowed_note(len(windows), read, total)
+        else:
+            text, total = join_bounded(texts)
+            evaluation = self.summarize(self.find(text) if text else [])
+            note = truncation_note(len(text), total)
         if not note:
             return evaluation
         return Evaluation(evaluation.matched, evaluation.score, evaluation.labels, evaluation.evidence + note)

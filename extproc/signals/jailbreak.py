@@ -1,7 +1,8 @@
 """Jailbreak signal: instruction overrides, system-prompt exfiltration and role-play escapes.
 
-Reads the user's text by default (`roles` can add others). Per category the score is the
-strongest finding's; the signal matches when any category reaches `threshold`.
+Reads the user's text by default (`roles` can add others), a long text whole (in overlapping
+windows, up to `detectors.common.MAX_WINDOWED_CHARS`). Per category the score is the strongest
+finding's; the signal matches when any category reaches `threshold`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,15 @@ from pydantic import Field, model_validator
 
 from extproc.detectors.common import Finding
 from extproc.detectors.jailbreak import JAILBREAK_CATEGORIES, find_jailbreak
+from extproc.models.lru import LruCache
 from extproc.signals.base import Evaluation, TextSignalSpec
 from extproc.signals.detector import MAX_EVIDENCE, DetectorSignal, selected_kinds
+
+# A policy reads the same text with several jailbreak signals (the default: `jailbreak`, and
+# `quoted_attack_phrase` at a lower threshold): a long text's windows are searched once, their
+# findings kept for the next signal. Short texts cost microseconds and are not kept.
+_SHARED_FROM = 16 * 1024  # characters
+_shared_findings: LruCache[list[Finding]] = LruCache(16)
 
 
 class JailbreakSpec(TextSignalSpec):
@@ -29,13 +37,21 @@ class JailbreakSpec(TextSignalSpec):
 
 class JailbreakSignal(DetectorSignal):
     known_kinds = JAILBREAK_CATEGORIES
+    reads_whole_text = True  # an attacker chooses where in a long text the override goes
     spec: JailbreakSpec
 
     def chosen_kinds(self) -> list[str] | None:
         return self.spec.categories
 
     def find(self, text: str) -> list[Finding]:
-        return find_jailbreak(text, self.kinds)
+        if len(text) < _SHARED_FROM:
+            return find_jailbreak(text, self.kinds)
+        key = ",".join(self.kinds) + "\x00" + text
+        found = _shared_findings.get(key)
+        if found is None:
+            found = find_jailbreak(text, self.kinds)
+            _shared_findings.put(key, found)
+        return list(found)
 
     def summarize(self, findings: list[Finding]) -> Evaluation:
         # Every category found is a label (with its best score); the threshold decides the match.

@@ -70,9 +70,17 @@ def _scan(text: str, wanted: frozenset[str]) -> tuple[list[tuple[Rule, int, int]
     present = list(ANCHORS.intersection(view.split(" ")))
     hits = _hits(view, present, wanted) if present else []
     if SCRIPT_HINT.search(text):
+        holds: dict[re.Pattern[str], bool] = {}  # which scripts the text holds, each looked for once
         for rule in SCRIPT_RULES:
-            if rule.category in wanted:
-                hits.extend((rule, m.start(), m.end()) for m in rule.pattern.finditer(view))
+            if rule.category not in wanted:
+                continue
+            if rule.needs is not None:
+                held = holds.get(rule.needs)
+                if held is None:
+                    held = holds[rule.needs] = rule.needs.search(text) is not None
+                if not held:
+                    continue
+            hits.extend((rule, m.start(), m.end()) for m in rule.finditer(view))
     return hits, view
 
 

@@ -154,7 +154,11 @@ PERSONA_RULES: tuple[Rule, ...] = (
     _rule(_ROLEPLAY, 0.75, ("nobody", "no one", "noone"),
           r" (?:at \w+ (?:\w+ )?)?(?:had )?(?:ever )?(?:gave|given|programmed|trained|taught) you (?:any |with any )?"
           r"(?:\w+ )?(?:rules|restrictions|guidelines|limitations|limits|filters|content policy|ethics|morals"
-          r"|safety rules)\b(?! (?:about|for|on|in|at|as|when|with|to|regarding|around|of)\b)"),
+          r"|safety rules)\b(?! (?:about|for|on|at|as|when|with|to|regarding|around|of)\b"
+          # "rules in the office" is a topic; "guidelines. In that world, ..." (punctuation is a space
+          # in the normal form) is the supposition going on
+          r"| in (?!(?:that |this |such a |such |which |the |a |an )?(?:world|case|scenario|universe|reality"
+          r"|hypothetical|situation|story|version)\b))"),
     # An answer asked for without censorship or restrictions: "responde sin censura", "réponds sans
     # aucune restriction", "rispondimi senza alcun limite", "antwoord zonder censuur". Not "sin filtro"
     # or "sans filtre" alone, which in Spanish and French mean frankly.

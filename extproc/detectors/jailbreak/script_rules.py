@@ -29,6 +29,30 @@ _OVERRIDE, _EXFIL, _ROLEPLAY = JAILBREAK_CATEGORIES
 SCRIPT_HINT = re.compile(r"[\u0400-\u04ff\u0900-\u097f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
+# The scripts of SCRIPT_HINT, apart: a rule's phrases say which of them a text must hold.
+_SCRIPT_RANGES = (
+    ("\u0400", "\u052f"), ("\u0900", "\u097f"), ("\u3040", "\u30ff"), ("\u3400", "\u9fff"), ("\uf900", "\ufaff"),
+    ("\uac00", "\ud7af"),
+)
+_NEEDS: dict[str, re.Pattern[str]] = {}  # one compiled class per distinct set of scripts
+
+
+def _needs(parts: Sequence[Sequence[str]]) -> re.Pattern[str] | None:
+    """The characters of the first part whose every phrase is written in these scripts (a text
+    without any of them cannot match it), or None when every part has a phrase without them."""
+    for part in parts:
+        ranges: set[tuple[str, str]] = set()
+        for phrase in part:
+            found = {r for r in _SCRIPT_RANGES for ch in phrase if r[0] <= ch <= r[1]}
+            if not found:
+                break
+            ranges |= found
+        else:
+            key = "[" + "".join(f"{a}-{b}" for a, b in sorted(ranges)) + "]"
+            return _NEEDS.setdefault(key, re.compile(key))
+    return None
+
+
 def _script_rule(
     category: str,
     weight: float,
@@ -38,13 +62,15 @@ def _script_rule(
     not_after: Iterable[str] = (),
 ) -> Rule:
     """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent)."""
-    alts = [_alt(normalize(p) for p in part) for part in parts]
+    phrases = [tuple(part) for part in parts]
+    alts = [_alt(normalize(p) for p in part) for part in phrases]
     gaps = [gap] * (len(alts) - 1) if isinstance(gap, int) else list(gap)
     if len(gaps) != len(alts) - 1:
         raise ValueError("one gap per joint")
     guard = "".join(f"(?<!{re.escape(normalize(n) + (' ' if n.endswith(' ') else ''))})" for n in not_after)
-    pattern = guard + alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
-    return Rule(category, weight, frozenset(), re.compile(pattern))
+    pattern = alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
+    not_after_pattern = re.compile(guard) if guard else None
+    return Rule(category, weight, frozenset(), re.compile(pattern), not_after_pattern, _needs(phrases))
 
 
 _ZH_NOT = (
