@@ -262,6 +262,7 @@ def _train(
         tensors[f"{output}.bias"] = np.array([fit.lexical_bias], dtype=np.float32)
         head_tensors.update({f"{output}.{k}": v for k, v in asdict(fit.head).items()})
         thresholds[output] = fit.thresholds
+    _add_script_models(corpus_dir, cfg, data.outputs, tensors, thresholds, metrics, say)
     metrics["train_crops"] = data.n_crops
     metrics["train_everyday"] = data.n_everyday
 
@@ -273,6 +274,31 @@ def _train(
     metrics["thresholds"] = thresholds
     metrics["train_seconds"] = round(time.perf_counter() - t_start, 1)
     return metrics
+
+
+def _add_script_models(
+    corpus_dir: Path,
+    cfg: TrainConfig,
+    outputs: Sequence[str],
+    tensors: dict[str, npt.NDArray[Any]],
+    thresholds: dict[str, dict[str, Any]],
+    metrics: dict[str, Any],
+    say: Callable[[str], None],
+) -> None:
+    """The other scripts' lexical model (`script_stage.py`) of each output with a Latin-only head
+    and no `script_high` of its own, added to the weights: its tensors, `script_high`, its curve."""
+    from extproc.tools.attack_training.script_stage import fit_script_lexical
+
+    for output in cfg.script_lexical_outputs:
+        if output not in outputs or output not in cfg.latin_head_outputs or "script_high" in thresholds[output]:
+            continue
+        fit = fit_script_lexical(corpus_dir, cfg, output, say)
+        if fit is None:
+            continue
+        tensors[f"{output}.script_weight"] = fit.weight
+        tensors[f"{output}.script_bias"] = np.array([fit.bias], dtype=np.float32)
+        thresholds[output]["script_high"] = fit.script_high
+        metrics[output]["script_stage"] = fit.metrics
 
 
 HARMFUL_ONLY_CATEGORIES = frozenset(
