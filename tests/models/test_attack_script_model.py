@@ -102,7 +102,7 @@ def test_the_script_stage_holds_every_project_text_in_other_scripts_out_of_fold(
     lower one would flag. Deterministic: a second fit gives the same bytes."""
     import itertools
 
-    from extproc.tools.attack_training.script_stage import fit_script_lexical
+    from extproc.tools.attack_training.train import fit_script_lexical
     from tests.models.test_attack_classifier import TINY, synthetic_rows, write_corpus
 
     corpus = write_corpus(tmp_path / "corpus", synthetic_rows())
