@@ -101,7 +101,8 @@ def derived_cost(n_texts: int) -> None:
         for name, text in (("score", score_policy()), ("any", boolean_policy())):
             path = Path(tmp) / f"{name}.yaml"
             path.write_text(text)
-            routers[name] = Router.from_settings(Settings.load(None, environ={}).model_copy(update={"policy_path": path}))
+            settings = Settings.load(None, environ={}).model_copy(update={"policy_path": path})
+            routers[name] = Router.from_settings(settings)
         for router in routers.values():
             asyncio.run(latencies(router, bodies, 1))  # warm-up
         for _ in range(5):  # alternate so drift on a shared machine hits both

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
+from extproc.models.number_shapes import drop_number_shapes
 from extproc.models.registry import ModelUnavailable
 from extproc.models.static_embedding import StaticEmbedding, file_digest, load_tokenizer, packaged_tokenizer_path
 
@@ -90,9 +91,12 @@ def _neutral_word(word: str, placeholder: str) -> str:
     return _DIGITS.sub(placeholder, word)
 
 
-def neutralise_numbers(text: str, placeholder: str = "") -> str:
+def neutralise_numbers(text: str, placeholder: str = "", drop_shapes: bool = False) -> str:
     """The text as stage 1 reads it: hex strings and IDs removed, every other digit run replaced
-    by `placeholder` ("" removes it too; see above)."""
+    by `placeholder` ("" removes it too; see above). With `drop_shapes`, dates, times, versions,
+    prices, phone numbers, ordinals and list markers go first (`number_shapes`)."""
+    if drop_shapes:
+        text = drop_number_shapes(text)
     return _WORD_WITH_DIGIT.sub(lambda m: _neutral_word(m.group(0), placeholder), text)
 
 
@@ -167,6 +171,7 @@ class DomainClassifier:
         head_mix: float = 0.5,
         neutralise: bool = False,
         number_placeholder: str = "",
+        drop_shapes: bool = False,
     ) -> None:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
@@ -193,6 +198,7 @@ class DomainClassifier:
         self.head_mix = float(head_mix)
         self.neutralise = bool(neutralise)  # stage 1 reads the text without numbers and IDs
         self.number_placeholder = number_placeholder  # what its short numbers read as ("": removed)
+        self.drop_shapes = bool(drop_shapes)  # dates, times, versions, prices... go before the placeholder
         self.meta: Mapping[str, Any] = meta or {}
 
     @classmethod
@@ -218,6 +224,7 @@ class DomainClassifier:
             features = meta.get("features", {})
             neutralise = bool(features.get("neutralise_numbers", False))
             number_placeholder = str(features.get("number_placeholder", ""))
+            drop_shapes = bool(features.get("drop_number_shapes", False))
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
         tokenizer_path = tokenizer_path or packaged_tokenizer_path()
@@ -246,11 +253,12 @@ class DomainClassifier:
             head_mix,
             neutralise,
             number_placeholder,
+            drop_shapes,
         )
 
     def first_stage_logits(self, text: str) -> FloatArray:
         if self.neutralise:
-            text = neutralise_numbers(text, self.number_placeholder)
+            text = neutralise_numbers(text, self.number_placeholder, self.drop_shapes)
         lexical = lexical_logits(text, self.config, self.lexical_weight, self.bias)
         return np.asarray(lexical + self.static.vector(text) @ self.static_weight, dtype=np.float32)
 

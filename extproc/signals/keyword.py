@@ -14,6 +14,9 @@ are checked one by one: the extra work only happens on matching messages.
 leetspeak and spaced-out letters read), so "n o  r u l e s" or "unr3str1ct3d" match a safety
 keyword; the evidence says which view matched. A text with nothing to undo (nearly every text)
 costs one cheap scan more. Off by default: a routing keyword has no adversary to read past.
+
+A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
+results, evidence and `label:` conditions: a long pattern reads as its name.
 """
 
 from __future__ import annotations
@@ -29,6 +32,13 @@ from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
 _MAX_EVIDENCE = 20
+_NAMED = re.compile(r"\(\?#([^)]+)\)")
+
+
+def keyword_label(keyword: str, regex: bool) -> str:
+    """The name a keyword is reported by: a regex's leading `(?#name)` comment, else the keyword."""
+    named = _NAMED.match(keyword) if regex else None
+    return named.group(1).strip() if named else keyword
 
 
 class KeywordSpec(TextSignalSpec):
@@ -46,9 +56,10 @@ class KeywordSpec(TextSignalSpec):
         for i, kw in enumerate(self.keywords):
             if not kw:
                 raise ValueError(f"keywords[{i}] is empty")
-            if kw in seen:
-                raise ValueError(f"keywords[{i}] {kw!r} is listed twice")
-            seen.add(kw)
+            label = keyword_label(kw, self.regex)
+            if label in seen:
+                raise ValueError(f"keywords[{i}] {label!r} is listed twice")
+            seen.add(label)
             if self.regex:
                 try:
                     compiled = re.compile(kw)
@@ -86,6 +97,7 @@ class KeywordSignal(Signal):
     def __init__(self, spec: KeywordSpec) -> None:
         super().__init__(spec)
         self._keywords = tuple(spec.keywords)
+        self._labels = tuple(keyword_label(kw, spec.regex) for kw in spec.keywords)
         self._fold = not spec.case_sensitive and not spec.regex  # literal, case-insensitive: fold the text
         flags = re.IGNORECASE if (spec.regex and not spec.case_sensitive) else 0
         needles = [kw.casefold() if self._fold else kw for kw in spec.keywords]
@@ -102,7 +114,7 @@ class KeywordSignal(Signal):
                 self._combined = None
 
     def known_labels(self) -> frozenset[str]:
-        return frozenset(self._keywords)
+        return frozenset(self._labels)
 
     def found(self, text: str) -> list[str]:
         """The keywords present in `text`, in policy order."""
@@ -110,7 +122,7 @@ class KeywordSignal(Signal):
             haystack = text.casefold() if self._fold else text
             return [
                 kw
-                for kw, needle, pattern in zip(self._keywords, self._needles, self._each, strict=True)
+                for kw, needle, pattern in zip(self._labels, self._needles, self._each, strict=True)
                 if needle in haystack and pattern.search(haystack) is not None
             ]
         hit = [False] * len(self._keywords)
@@ -126,7 +138,7 @@ class KeywordSignal(Signal):
         for i, pattern in enumerate(self._each):
             if not hit[i] and pattern.search(text) is not None:
                 hit[i] = True
-        return [kw for kw, h in zip(self._keywords, hit, strict=True) if h]
+        return [label for label, h in zip(self._labels, hit, strict=True) if h]
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
@@ -137,10 +149,10 @@ class KeywordSignal(Signal):
             if reading is not None:
                 extra = [kw for kw in self.found(reading.text) if kw not in found]
                 if extra:
-                    found = [kw for kw in self._keywords if kw in found or kw in extra]
+                    found = [label for label in self._labels if label in found or label in extra]
                     read_note = f" (as read: {reading.how})"
                     read_only = frozenset(extra)
-        fraction = len(found) / len(self._keywords)
+        fraction = len(found) / len(self._labels)
         mode = self.spec.mode
         if mode == "any":
             matched, score = bool(found), fraction

@@ -304,6 +304,23 @@ def test_shipped_weights_read_bare_arithmetic_as_math(text: str) -> None:
     assert float(probs.max()) >= 0.5
 
 
+@pytest.mark.skipif(not (DEFAULT_WEIGHTS_DIR / META_FILE).is_file(), reason="shipped weights not built")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "reminder: dentist 12/6 at 3pm, pay rent $1,200 by 1/1",
+        "1. call mom\n2. buy milk ($4)\n3. book flight for the 3rd",
+    ],
+)
+def test_shipped_weights_do_not_read_dates_and_lists_as_math(text: str) -> None:
+    """Dates, times, prices and list markers go before the placeholder: with them read as "0/0"
+    and "0." stage 1 called both of these maths (0.67, 0.77)."""
+    clf = DomainClassifier.load()
+    assert clf.drop_shapes
+    probs = clf.first_stage_probs(text)
+    assert clf.labels[int(probs.argmax())] != "math", (text, float(probs.max()))
+
+
 @pytest.mark.parametrize(
     ("text", "read"),
     [
@@ -332,6 +349,7 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     assert meta["features"]["number_placeholder"] == NUMBER_PLACEHOLDER
     assert DomainClassifier.load(out).neutralise
     assert DomainClassifier.load(out).number_placeholder == NUMBER_PLACEHOLDER
+    assert meta["features"]["drop_number_shapes"] is True and DomainClassifier.load(out).drop_shapes
     meta.pop("features")
     old = tmp_path / "old"
     old.mkdir()
@@ -345,7 +363,15 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     # weights from before the placeholder (issue 44's first weights) remove short numbers too
     (old / META_FILE).write_text(json.dumps({**meta, "features": {"neutralise_numbers": True}}))
     removed = DomainClassifier.load(old)
-    assert removed.neutralise and removed.number_placeholder == ""
+    assert removed.neutralise and removed.number_placeholder == "" and not removed.drop_shapes
+    # weights with the placeholder but before dropping dates (the first placeholder weights) read
+    # "3/14" as "0/0"; the current ones as nothing
+    placeholder_only = {"neutralise_numbers": True, "number_placeholder": NUMBER_PLACEHOLDER}
+    (old / META_FILE).write_text(json.dumps({**meta, "features": placeholder_only}))
+    dated = DomainClassifier.load(old)
+    assert not dated.drop_shapes
+    assert np.allclose(dated.first_stage_probs("mtg 3/14"), dated.first_stage_probs("mtg 0/0"))
+    assert np.allclose(DomainClassifier.load(out).first_stage_probs("mtg 3/14"), dated.first_stage_probs("mtg  "))
     sum_text = "what is 2 + 2"
     assert np.allclose(removed.first_stage_probs(sum_text), removed.first_stage_probs("what is  + "))
     current = DomainClassifier.load(out)

@@ -86,6 +86,16 @@ def test_regex_keywords() -> None:
     assert not s2.compute(user("it is broken")).matched
 
 
+def test_a_regex_named_by_its_leading_comment_is_reported_by_that_name() -> None:
+    s = signal(keywords=[r"(?#server error)err(or)?\s*5\d\d", r"timeout"], regex=True)
+    ev = s.compute(user("got error 503, then a timeout"))
+    assert list(ev.labels) == ["server error", "timeout"]
+    assert ev.evidence[0] == "keyword 'server error'"
+    assert s.known_labels() == {"server error", "timeout"}
+    # A literal keyword that looks like a comment is itself: names come from regexes only.
+    assert signal(keywords=["(?#x)y"]).known_labels() == {"(?#x)y"}
+
+
 def test_unicode_keywords() -> None:
     s = signal(keywords=["café", "naïve"])
     assert s.compute(user("un CAFÉ noir")).labels == {"café": 1.0}
@@ -124,6 +134,7 @@ def test_signal_class_contract() -> None:
         ({"keywords": []}, "at least 1"),
         ({"keywords": [""]}, "empty"),
         ({"keywords": ["a", "a"]}, "listed twice"),
+        ({"keywords": ["(?#same)a", "(?#same)b"], "regex": True}, "'same' is listed twice"),
         ({"keywords": ["(unclosed"], "regex": True}, "not a valid regular expression"),
         ({"keywords": ["a*"], "regex": True}, "matches the empty string"),
         ({"keywords": ["x"], "mode": "some"}, "mode"),
