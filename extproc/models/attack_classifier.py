@@ -143,7 +143,8 @@ class Thresholds:
     head_scripts: str = "any"
     # The sure threshold of a text the embedding stage may not read (None: as any other text): the
     # lexical stage alone decides those, so their threshold is chosen on their own benign texts
-    # (out of fold, other scripts than Latin), lower than a Latin text's where that pays.
+    # (out of fold, other scripts than Latin), lower than a Latin text's where that pays. Weights with
+    # a lexical model of their own for those texts (`OUTPUT.script_weight`) score them with it.
     script_high: float | None = None
 
     def __post_init__(self) -> None:
@@ -171,12 +172,14 @@ class Thresholds:
             return self.high if self.short_high is None else self.short_high
         return self.high if self.long_high is None else self.long_high
 
-    def sure_for(self, text: str) -> float:
+    def sure_for(self, text: str, override: float | None = None) -> float:
         """The sure threshold of `text`: `script_high` when the embedding stage may not read it,
-        else `sure(len(text))`."""
+        else `override` (a policy's threshold) when given, else `sure(len(text))`. A policy's
+        threshold is a bar for the texts the head reads: the others' bar is chosen on their own
+        benign texts (and scored by their own lexical model where the weights carry one)."""
         if self.script_high is not None and not self.head_reads(text):
             return self.script_high
-        return self.sure(len(text))
+        return self.sure(len(text)) if override is None else override
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,9 +288,15 @@ class AttackClassifier:
         meta: Mapping[str, Any] | None = None,
         backend: LexicalBackend | None = None,
         label: str = DEFAULT_OUTPUT,
+        script_lexical: tuple[FloatArray, float] | None = None,
     ) -> None:
         if lexical_weights.shape != (config.n_features,):
             raise ValueError(f"lexical weights shape {lexical_weights.shape} != ({config.n_features},)")
+        if script_lexical is not None:
+            if script_lexical[0].shape != (config.n_features,):
+                raise ValueError(f"script lexical weights shape {script_lexical[0].shape} != ({config.n_features},)")
+            if thresholds.head_scripts == "any" or thresholds.script_high is None:
+                raise ValueError("script lexical weights need head_scripts 'latin' and a script_high threshold")
         self.config = config
         self.lexical_weights = np.ascontiguousarray(lexical_weights, dtype=np.float32)
         self.lexical_bias = float(lexical_bias)
@@ -314,6 +323,20 @@ class AttackClassifier:
             config.shape_ngram_max,
             config.shape_weight,
         )
+        # The lexical model of the texts the embedding stage may not read (other scripts than
+        # Latin), decided alone at `script_high`; None: the one model scores every text.
+        self._script_kernel_args: tuple[Any, ...] | None = None
+        self.script_weights: FloatArray | None = None
+        self.script_bias = 0.0
+        if script_lexical is not None:
+            self.script_weights = np.ascontiguousarray(script_lexical[0], dtype=np.float32)
+            self.script_bias = float(script_lexical[1])
+            table = self._kernel_args[1]
+            self._script_kernel_args = (self.script_weights, table, self.script_bias, *self._kernel_args[3:])
+
+    def uses_script_model(self, text: str) -> bool:
+        """Is `text` scored by the other scripts' lexical model (one the embedding stage may not read)?"""
+        return self.script_weights is not None and not self.thresholds.head_reads(text)
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -338,6 +361,12 @@ class AttackClassifier:
         lex = _read_safetensors(lex_path)
         weights = _tensor(lex, f"{output}.weight", (config.n_features,), lex_path)
         bias = _tensor(lex, f"{output}.bias", (1,), lex_path)
+        script_lexical = None
+        if f"{output}.script_weight" in lex:
+            script_lexical = (
+                _tensor(lex, f"{output}.script_weight", (config.n_features,), lex_path),
+                float(_tensor(lex, f"{output}.script_bias", (1,), lex_path)[0]),
+            )
 
         head_meta = _meta_section(meta, "head")
         hidden = head_meta.get("hidden")
@@ -378,7 +407,10 @@ class AttackClassifier:
             )
         except ValueError as exc:
             raise AttackClassifierError(f"attack classifier: meta.json: {exc}") from exc
-        return cls(config, weights, float(bias[0]), head, thresholds, meta, backend, output)
+        try:
+            return cls(config, weights, float(bias[0]), head, thresholds, meta, backend, output, script_lexical)
+        except ValueError as exc:
+            raise AttackClassifierError(f"attack classifier: {output}: {exc}") from exc
 
     # --- stage 1 ---------------------------------------------------------------------------
 
@@ -393,19 +425,28 @@ class AttackClassifier:
         if kernel is None:
             raise AttackClassifierError("attack classifier: the C lexical kernel is not built in this install")
         lowered, cased = bounded_pair(text, self.config)
-        return float(kernel(lowered, cased, *self._kernel_args))
+        return self.kernel_logit_of_bounded(lowered, cased, self.uses_script_model(text), kernel)
 
-    def kernel_logit_of_bounded(self, lowered: str | None, cased: str) -> float:
-        """The C kernel's logit of a text already cut by `_bounded_pair` (shared by outputs)."""
-        assert _kernel_module is not None
-        return float(_kernel_module.lexical_logit(lowered, cased, *self._kernel_args))
+    def kernel_logit_of_bounded(
+        self, lowered: str | None, cased: str, other_script: bool = False, kernel: KernelFunction | None = None
+    ) -> float:
+        """The C kernel's logit of a text already cut by `_bounded_pair` (shared by outputs);
+        `other_script`: by the other scripts' model (`uses_script_model` of the whole text)."""
+        if kernel is None:
+            assert _kernel_module is not None
+            kernel = _kernel_module.lexical_logit
+        args = self._script_kernel_args if other_script and self._script_kernel_args is not None else self._kernel_args
+        return float(kernel(lowered, cased, *args))
 
     def numpy_lexical_logit(self, text: str) -> float:
         """The stage-1 logit on the numpy path (`lexical_features`): the C kernel's reference."""
+        weights, bias = self.lexical_weights, self.lexical_bias
+        if self.script_weights is not None and self.uses_script_model(text):
+            weights, bias = self.script_weights, self.script_bias
         ids, values = lexical_features(text, self.config)
         if ids.shape[0] == 0:
-            return self.lexical_bias
-        return self.lexical_bias + float(values @ self.lexical_weights[ids])
+            return bias
+        return bias + float(values @ weights[ids])
 
     def lexical_score(self, text: str) -> float:
         """Probability (0..1) that `text` is a prompt attack, from the lexical stage alone."""
@@ -458,7 +499,7 @@ def lexical_scores(classifiers: Sequence[AttackClassifier], text: str) -> list[f
     if first.backend != "c" or any(c.config != first.config or c.backend != "c" for c in classifiers[1:]):
         return [c.lexical_score(text) for c in classifiers]
     lowered, cased = bounded_pair(text, first.config)
-    return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased)) for c in classifiers]
+    return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased, c.uses_script_model(text))) for c in classifiers]
 
 
 def load_outputs(directory: Path | None = None, backend: LexicalBackend | None = None) -> dict[str, AttackClassifier]:

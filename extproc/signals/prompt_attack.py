@@ -285,7 +285,7 @@ class OutputThresholds(Protocol):
     def high(self) -> float: ...
     @property
     def decision(self) -> float: ...
-    def sure_for(self, text: str) -> float: ...
+    def sure_for(self, text: str, override: float | None = None) -> float: ...
     def head_reads(self, text: str) -> bool: ...
 
 
@@ -459,12 +459,12 @@ class PromptAttackSignal(ClassifierSignal):
         """Each policy label's lexical sure threshold per text: the weights' `short_high` for a short
         text, which carries too little evidence for the lexical stage alone, `long_high` for a
         longer one (both at least `high`), or the spec's threshold where it is the deciding
-        stage's (`overridable`: the lexical stage alone)."""
+        stage's (`overridable`: the lexical stage alone; not for texts decided at `script_high`)."""
         out: dict[str, list[float]] = {}
         for output, name in zip(self.outputs, self.names, strict=True):
             override = self.override(name) if overridable else None
             thresholds = model.thresholds(output)
-            out[name] = [override if override is not None else thresholds.sure_for(t.text) for t in texts]
+            out[name] = [thresholds.sure_for(t.text, override) for t in texts]
         return out
 
     def rows(self, scores: Sequence[Sequence[float]]) -> list[dict[str, float]]:

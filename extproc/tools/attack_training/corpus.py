@@ -128,6 +128,13 @@ class TrainConfig:
     # - for a Latin-only head, the sure threshold of other scripts' texts (`script_high`): at most
     #   this share of their benign corpus rows and crops reach it out of fold (None: no such threshold).
     script_fp_target: float | None = None
+    # A lexical model of their own for the texts a Latin-only head cannot read (`train.fit_script_lexical`):
+    # fitted on the training rows plus `harmful_written.jsonl` (whatever `written_harmful` says), it
+    # scores only those texts, decided alone at a `script_high` chosen out of fold: at most
+    # `script_stage_fp_target` of those scripts' benign corpus rows and crops reach it, and none of
+    # the project-written benign texts in those scripts (everyday requests, twins).
+    script_lexical_outputs: tuple[str, ...] = (HARMFUL,)
+    script_stage_fp_target: float = 0.004
 
     @classmethod
     def issue48(cls, **overrides: Any) -> TrainConfig:

@@ -60,6 +60,7 @@ from extproc.tools.attack_training.fitting import (
     sure_thresholds,
     with_script_high,
 )
+from extproc.tools.attack_training.script_stage import ScriptFit, script_metrics
 from extproc.tools.fitting import Sparse
 from extproc.tools.training import (
     Embedder,
@@ -262,6 +263,7 @@ def _train(
         tensors[f"{output}.bias"] = np.array([fit.lexical_bias], dtype=np.float32)
         head_tensors.update({f"{output}.{k}": v for k, v in asdict(fit.head).items()})
         thresholds[output] = fit.thresholds
+    _add_script_models(corpus_dir, cfg, data.outputs, tensors, thresholds, metrics, say)
     metrics["train_crops"] = data.n_crops
     metrics["train_everyday"] = data.n_everyday
 
@@ -273,6 +275,60 @@ def _train(
     metrics["thresholds"] = thresholds
     metrics["train_seconds"] = round(time.perf_counter() - t_start, 1)
     return metrics
+
+
+def _add_script_models(
+    corpus_dir: Path,
+    cfg: TrainConfig,
+    outputs: Sequence[str],
+    tensors: dict[str, npt.NDArray[Any]],
+    thresholds: dict[str, dict[str, Any]],
+    metrics: dict[str, Any],
+    say: Callable[[str], None],
+) -> None:
+    """The other scripts' lexical model (`script_stage.py`) of each output with a Latin-only head
+    and no `script_high` of its own, added to the weights: its tensors, `script_high`, its curve."""
+    for output in cfg.script_lexical_outputs:
+        if output not in outputs or output not in cfg.latin_head_outputs or "script_high" in thresholds[output]:
+            continue
+        fit = fit_script_lexical(corpus_dir, cfg, output, say)
+        if fit is None:
+            continue
+        tensors[f"{output}.script_weight"] = fit.weight
+        tensors[f"{output}.script_bias"] = np.array([fit.bias], dtype=np.float32)
+        thresholds[output]["script_high"] = fit.script_high
+        metrics[output]["script_stage"] = fit.metrics
+
+
+def fit_script_lexical(corpus_dir: Path, cfg: TrainConfig, output: str, say: Callable[[str], None]) -> ScriptFit | None:
+    """The other scripts' lexical model of `output` (`script_stage.py`); None when the training set has no benign text
+    in another script than Latin to choose its threshold on."""
+    data = _training_set(corpus_dir, dataclasses.replace(cfg, written_harmful=True), say)
+    used, positive = rows_for(data, output)
+    idx = np.flatnonzero(used)
+    y = positive[idx]
+    x_out = lexical_matrix(data.texts, cfg.lexical).take(idx)
+    oof_p = sigmoid(_out_of_fold_lexical(data, x_out, idx, y, f"{output} (other scripts)", say))
+    reads = data.latin[idx]
+    script_high = _script_high(data, idx, oof_p, reads, cfg.script_stage_fp_target, budget=0)
+    if script_high is None:
+        say(f"{output}: no benign text in another script: no lexical model of their own")
+        return None
+    say(f"{output} (other scripts): script_high {script_high:.6f}")
+    w, b = fit_logistic_sparse(
+        x_out, y, data.weights(idx, y), l2=cfg.lexical_l2, max_iter=cfg.lexical_max_iter, threads=cfg.threads
+    )
+    w16 = w.astype(np.float16)
+    other = ~reads
+    p16 = sigmoid(sparse_logits(x_out, w16, b))
+    fp16_diff = float(np.abs(sigmoid(sparse_logits(x_out, w.astype(np.float32), b)) - p16)[other].max(initial=0.0))
+    if fp16_diff > 1e-2:
+        raise RuntimeError(f"{output} (other scripts): float16 weights change scores by {fp16_diff:.4f}")
+    corpus = data.original[idx]
+    project = data.project[idx] & data.benign[idx]
+    metrics = script_metrics(oof_p, y, other, corpus, project, script_high)
+    metrics["float16_max_abs_prob_diff"] = float(round(fp16_diff, 8))
+    return ScriptFit(w16, float(b), script_high, metrics)
 
 
 HARMFUL_ONLY_CATEGORIES = frozenset(
