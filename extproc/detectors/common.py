@@ -83,13 +83,17 @@ _TAIL_LOOKBACK = 1024
 
 
 def join_bounded(
-    texts: Iterable[str], limit: int = MAX_SCAN_CHARS, sep: str = "\n\n", tail: int = MAX_TAIL_CHARS
+    texts: Iterable[str],
+    limit: int = MAX_SCAN_CHARS,
+    sep: str = "\n\n",
+    tail: int = MAX_TAIL_CHARS,
+    lookback: int = _TAIL_LOOKBACK,
 ) -> tuple[str, int]:
     """Join `texts` with `sep`; a join longer than `limit + tail` keeps its first `limit` and its
-    last `tail` characters (the tail moved back to a line or word start, at most `_TAIL_LOOKBACK`
-    characters), with `sep` between them.
+    last `tail` characters (the tail moved back to a line or word start, at most `lookback`
+    characters; 0 cuts exactly), with `sep` between them.
 
-    Cost bound: a scan of the result reads at most `limit + tail + _TAIL_LOOKBACK + len(sep)`
+    Cost bound: a scan of the result reads at most `limit + tail + lookback + len(sep)`
     characters (321 Ki by default, a quarter more than the head-only scan this replaced), whatever
     the request's size. The middle of a longer text is not read. Returns (text, total) where
     `total` is the length the full join had, so a caller can say when (and how much) it cut.
@@ -101,7 +105,7 @@ def join_bounded(
     if tail <= 0:
         return joined[:limit], total
     start = total - tail
-    floor = max(limit, start - _TAIL_LOOKBACK)
+    floor = max(limit, start - lookback)
     boundary = joined.rfind("\n", floor, start)
     if boundary < 0:
         boundary = max(joined.rfind(" ", floor, start), joined.rfind("\t", floor, start))

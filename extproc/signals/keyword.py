@@ -20,7 +20,7 @@ must hold one before the keywords are searched at all: dozens of long patterns t
 over the words on the texts they could never match (`extproc.detectors.stem_filter`). A stem the
 patterns need but the list lacks loses those matches: list every word a pattern requires.
 
-`max_chars:` bounds what the keywords read to the text's first and last `max_chars / 2`
+`max_chars:` bounds what the keywords read to the text's first and last halves of `max_chars`
 characters: for patterns whose cost per character is high and whose target (a short request) sits
 at either end of a message, a hostile megabyte costs what a page does.
 
@@ -156,10 +156,12 @@ class KeywordSignal(Signal):
         return [label for label, h in zip(self._labels, hit, strict=True) if h]
 
     def compute(self, request: RoutingRequest) -> Evaluation:
-        text, total = join_bounded(s.text for s in request.iter_text(self.spec.roles))
+        texts = (s.text for s in request.iter_text(self.spec.roles))
         limit = self.spec.max_chars
-        if limit is not None and len(text) > limit:
-            text, total = text[: limit // 2] + "\n" + text[-(limit // 2) :], max(total, len(text))
+        if limit is None:
+            text, total = join_bounded(texts)
+        else:  # an exact cut: the bound is the point
+            text, total = join_bounded(texts, limit // 2, tail=limit - limit // 2, lookback=0)
         found = self.found(text) if text else []
         read_note, read_only = "", frozenset[str]()
         if text and "reader" in self.spec.views:
