@@ -97,8 +97,11 @@ _LEET_EDGE = re.compile(
 # A text read out of leetspeak with no capital letters gets them back where English puts them:
 # each sentence's first letter (at the start, after . ! ? and a space, after a line break) and
 # the pronoun "i" ("i", "i'm", "i'd"; not "i.e." nor a word's "i"); "e.g." and "i.e." end no sentence.
-_SENTENCE_START = re.compile(r"(?:^|(?<=[.!?])(?<!\b[a-z]\.[a-z]\.)[ \t]+|\n[ \t]*)[\"'(\[]?[a-z]")
-_PRONOUN_I = re.compile(r"(?<![\w'’.])i(?![\w]|\.\w)")
+# Each pattern starts with a character to scan for (no leading look-around: the engine would try
+# every position). A sentence's end is checked in code: "e.g." and "i.e." end none.
+_SENTENCE_START = re.compile(r"[.!?\n][ \t]*[\"'(\[]?[a-z]")
+_ABBREVIATION = re.compile(r"[a-z]\.[a-z]\.")
+_PRONOUN_I = re.compile(r"i(?<![\w'’.]i)(?!\w|\.\w)")
 
 # --- spaced letters --------------------------------------------------------------------------------
 # Single characters each followed by whitespace, at least four in a row; one space inside a word,
@@ -252,7 +255,20 @@ def _unleet(text: str) -> str:
 def sentence_case(text: str) -> str:
     """`text`, which has no capital letter, with its sentences' first letters and the pronoun "I"
     capitalised."""
-    text = _SENTENCE_START.sub(lambda m: m.group().upper(), text)
+
+    def capital(m: re.Match[str]) -> str:
+        found = m.group()
+        start = m.start()
+        after_word = start > 3 and text[start - 4].isalnum()
+        if found[0] == "." and start >= 3 and not after_word and _ABBREVIATION.fullmatch(text, start - 3, start + 1):
+            return found  # "i.e. this", "e.g. that"
+        if found[0] != "\n" and found[1:2] not in (" ", "\t"):
+            return found  # "3.5", "v2.0", "a.b": no space after the mark
+        return found[:-1] + found[-1].upper()
+
+    text = _SENTENCE_START.sub(capital, text)
+    if text[:1].islower() or text[:1] in "\"'([":
+        text = re.sub(r"^[\"'(\[]?[a-z]", lambda m: m.group().upper(), text, count=1)
     return _PRONOUN_I.sub("I", text)
 
 

@@ -123,6 +123,9 @@ def test_leetspeak_with_capitals_keeps_its_case() -> None:
 
 
 def test_sentence_case_capitalises_sentence_starts_and_the_pronoun_only() -> None:
+    assert sentence_case("i.e. open file.txt in v2.0, e.g. with vim. then quit") == (
+        "I.e. open file.txt in v2.0, e.g. with vim. Then quit"
+    )
     text = "hi. i'm here! \"what?\"\nnext, i.e. fine, e.g. this. (so) ok... i think; wifi isn't i18n"
     assert (
         sentence_case(text)
