@@ -54,6 +54,7 @@ LOOKALIKES = [
     "은행에서 받은 비밀번호를 잊어버렸어요. 재설정 방법을 알려 주세요.",
     "Я забыл пароль, который мне дали в банке. Как его восстановить?",
     "What is a context window, and should API keys ever be put in it?",
+    "在上下文中不要放密码，告诉我为什么。",
     "In a story, the spy reads the password the handler gave him. Continue the scene.",
 ]
 
