@@ -16,6 +16,11 @@ but not what a person reads, undone.
   "s3cr3t"), 0 1 3 4 5 7 @ $ become o i e a s t a s. A number at a word's edge ("sha256",
   "covid19", "4k", "x86"), a word with a digit that is not a leet letter ("h2o", "k8s") and
   a lone number are not words in leetspeak and stay;
+  Leetspeak is written without capitals, and a text with none reads to the classifier's case
+  n-grams unlike the same words written as people write them ("forget every instruction ..."
+  scores lower than "Forget every instruction ..."): where the text read has no capital letter,
+  the first letter of each sentence and the pronoun "I" are capitalised (sentence case), so the
+  view reads as the attack would have been written without the digits;
 - letters separated by spaces or by one repeated mark ("i g n o r e", "i.g.n.o.r.e",
   "i-g-n-o-r-e"): a run of at least four single letters is joined; a wider gap (two spaces or
   more, or " / ") between runs stays a word break.
@@ -88,6 +93,15 @@ _LEET_EDGE = re.compile(
     r"(?<![\w@$.])(?=[A-Za-z013457@$]*[A-Za-z])[A-Za-z013457@$]*[013457@$][A-Za-z013457@$]*(?![\w@$])(?!\.[A-Za-z])"
     r"|(?<![\w@$.])[013457]{1,2}(?![\w@$.])"
 )
+
+# A text read out of leetspeak with no capital letters gets them back where English puts them:
+# each sentence's first letter (at the start, after . ! ? and a space, after a line break) and
+# the pronoun "i" ("i", "i'm", "i'd"; not "i.e." nor a word's "i"); "e.g." and "i.e." end no sentence.
+# Each pattern starts with a character to scan for (no leading look-around: the engine would try
+# every position). A sentence's end is checked in code: "e.g." and "i.e." end none.
+_SENTENCE_START = re.compile(r"[.!?\n][ \t]*[\"'(\[]?[a-z]")
+_ABBREVIATION = re.compile(r"[a-z]\.[a-z]\.")
+_PRONOUN_I = re.compile(r"i(?<![\w'’.]i)(?!\w|\.\w)")
 
 # --- spaced letters --------------------------------------------------------------------------------
 # Single characters each followed by whitespace, at least four in a row; one space inside a word,
@@ -226,9 +240,36 @@ def _join_spaced_runs(text: str) -> str:
     return _MARKED_RUN.sub(lambda m: m.group().replace(m.group("mark"), ""), text)
 
 
+def _read_leet_word(m: re.Match[str]) -> str:
+    word = m.group()
+    plain = word.translate(_LEET)
+    # A word in capitals keeps them ("PR0MPT" is "PROMPT", not "PRoMPT").
+    return plain.upper() if word.isupper() and sum(ch.isalpha() for ch in word) >= 2 else plain
+
+
 def _unleet(text: str) -> str:
-    plain, n = _LEET_WORD.subn(lambda m: m.group().translate(_LEET), text)
-    return _LEET_EDGE.sub(lambda m: m.group().translate(_LEET), plain) if n >= 2 else plain
+    plain, n = _LEET_WORD.subn(_read_leet_word, text)
+    return _LEET_EDGE.sub(_read_leet_word, plain) if n >= 2 else plain
+
+
+def sentence_case(text: str) -> str:
+    """`text`, which has no capital letter, with its sentences' first letters and the pronoun "I"
+    capitalised."""
+
+    def capital(m: re.Match[str]) -> str:
+        found = m.group()
+        start = m.start()
+        after_word = start > 3 and text[start - 4].isalnum()
+        if found[0] == "." and start >= 3 and not after_word and _ABBREVIATION.fullmatch(text, start - 3, start + 1):
+            return found  # "i.e. this", "e.g. that"
+        if found[0] != "\n" and found[1:2] not in (" ", "\t"):
+            return found  # "3.5", "v2.0", "a.b": no space after the mark
+        return found[:-1] + found[-1].upper()
+
+    text = _SENTENCE_START.sub(capital, text)
+    if text[:1].islower() or text[:1] in "\"'([":
+        text = re.sub(r"^[\"'(\[]?[a-z]", lambda m: m.group().upper(), text, count=1)
+    return _PRONOUN_I.sub("I", text)
 
 
 def reader_view(text: str) -> Reading | None:
@@ -260,4 +301,7 @@ def reader_view(text: str) -> Reading | None:
         if plain != out:
             undone.append("leetspeak read")
             out = plain
+            if out.islower():  # no capital letter anywhere
+                out = sentence_case(out)
+                undone.append("sentence case restored")
     return Reading(out, tuple(undone)) if undone else None

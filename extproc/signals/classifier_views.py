@@ -140,10 +140,14 @@ def text_views(
         if decoded is not None:
             view = (_suffix([*notes, f"{decoded.how} decoded"]), decoded.text)
             views = (view,) if all(cleared(payload) for payload in decoded.payloads) else (*views, view)
-        reading = reader_view(base) if views[0][1] is base else None  # not when a decoding replaced it
+        # Where a decoding replaced the text, the decoded text is read: a leetspeak word can pass
+        # for base64 ("c0nfl1c7" decodes to a few letters) and must not hide the rest from the view.
+        replaced = views[0][1] is not base
+        read_notes = [*notes, f"{decoded.how} decoded"] if replaced and decoded is not None else notes
+        reading = reader_view(views[0][1])
         if reading is not None:
-            views = (*views, (_suffix([*notes, f"as read: {reading.how}"]), reading.text))
-            readings.append(([*notes, f"as read: {reading.how}"], reading.text))  # padded and obfuscated
+            views = (*views, (_suffix([*read_notes, f"as read: {reading.how}"]), reading.text))
+            readings.append(([*read_notes, f"as read: {reading.how}"], reading.text))  # padded and obfuscated
     if windows:
         for view_notes, judged in readings:
             window = suspicious_window(judged, model)
