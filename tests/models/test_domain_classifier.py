@@ -138,7 +138,7 @@ def test_source_balanced_head_changes_stage_2_only(tmp_path: Path) -> None:
     for name in (LEXICAL_FILE, STATIC_FILE):
         assert (folders[1.0] / name).read_bytes() == (folders[0.0] / name).read_bytes(), name
     assert (folders[1.0] / HEAD_FILE).read_bytes() != (folders[0.0] / HEAD_FILE).read_bytes()
-    assert TINY.head_source_power == 1.0  # the shipped recipe's setting
+    assert TINY.head_source_power == 0.0  # the shipped recipe's setting: class-balanced only
 
 
 def test_trained_weights_load_and_classify(trained: tuple[Path, Path, dict[str, Any]]) -> None:
