@@ -27,8 +27,10 @@ from extproc.tools.domain_training import (
     cascade,
     first_stage_matrix,
     fit_softmax,
+    head_weights,
     mix,
     predict_softmax,
+    row_sources,
     stage1_text,
     static_embedding,
     tradeoff,
@@ -75,6 +77,7 @@ def leave_source_out(
     extra_y = np.array([labels.index(r.label) for r in extra], dtype=np.int64)
     emb = np.asarray(embed([r.text for r in corpus]), dtype=np.float64)
     extra_emb = np.asarray(embed([r.text for r in extra]), dtype=np.float64) if extra else emb[:0]
+    sources, extra_sources = row_sources(corpus), row_sources(extra)
 
     def read(text: str) -> str:
         return stage1_text(text, cfg)
@@ -94,8 +97,14 @@ def leave_source_out(
         held_x = first_stage_matrix([read(corpus[int(i)].text) for i in held], cfg.lexical, static, cfg.static_scale)
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
         first[held] = softmax_rows(logits / temperatures[0])
+        kept_sources = [sources[int(i)] for i in kept] + extra_sources
         hw, hb = fit_softmax(
-            np.concatenate([emb[kept], extra_emb]), ty, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter
+            np.concatenate([emb[kept], extra_emb]),
+            ty,
+            head_weights(ty, kept_sources, k, cfg),
+            k,
+            l2=cfg.head_l2,
+            max_iter=cfg.head_max_iter,
         )
         head_logits = np.log(np.maximum(predict_softmax(emb[held], hw, hb), 1e-300))
         head[held] = mix(softmax_rows(head_logits / temperatures[1]), first[held], cfg.head_mix)

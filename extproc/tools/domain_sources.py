@@ -64,6 +64,19 @@ def source_folds(sources: Sequence[str], labels: Sequence[str], folds: int) -> I
     return np.array([where[u] for u in units], dtype=np.int64)
 
 
+def source_balanced_weights(y: IntArray, sources: Sequence[str], k: int, power: float) -> F64Array:
+    """Row weights summing to 1: every subject the same total, and inside a subject a row weighs
+    1 / (rows of its source) ** `power` (0: every row alike, the class-balanced weights; 1: every
+    source of the subject alike). Out of source, one big textbook teaching a subject teaches its
+    style as much as its subject; equal sources teach more of what they share (issue 44)."""
+    if len(sources) != y.size:
+        raise ValueError(f"{y.size} labels but {len(sources)} sources")
+    size = Counter(zip(y.tolist(), sources, strict=True))
+    w = np.array([float(size[(int(label), source)]) ** -power for label, source in zip(y, sources, strict=True)])
+    w = w / np.maximum(np.bincount(y, weights=w, minlength=k), 1e-300)[y]
+    return np.asarray(w / w.sum(), dtype=np.float64)
+
+
 def softmax_rows(z: F64Array) -> F64Array:
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)

@@ -61,7 +61,7 @@ from extproc.models.static_embedding import (
     quantise_rows,
     sif_weights,
 )
-from extproc.tools.domain_sources import fit_temperature, softmax_rows, source_folds
+from extproc.tools.domain_sources import fit_temperature, softmax_rows, source_balanced_weights, source_folds
 from extproc.tools.fitting import Sparse, minimise_lbfgs
 from extproc.tools.training import (
     CachedEmbedder,
@@ -98,7 +98,13 @@ class TrainConfig:
     first_max_iter: int = 150
     sif_a: float = 3e-3  # SIF weight a / (a + p(token)) of the static vector
     static_scale: float = 1.0  # the static block's scale beside the n-grams (its share of the L2 penalty)
+    # Stage 2's head: L2 penalty, and its row weights inside a subject, 1 / (rows of the row's source)
+    # ** `head_source_power` (`domain_sources.source_balanced_weights`; 0: class-balanced only, as
+    # shipped). Power 1 with L2 1e-3 (every source and written batch of a subject alike) reads 0.653
+    # -> 0.662 out of source and +5-6 / +2-5 / +1-2 questions on the written sets, but sends 15 -> 17
+    # everyday requests to the reasoning model: measured, not shipped (bench/experiments/domain_head_weights.md).
     head_l2: float = 1e-4
+    head_source_power: float = 0.0
     head_max_iter: int = 150
     # Fold 0 of `folds` folds of whole corpus sources (`domain_sources.source_folds`) is held out:
     # stage 1's and stage 2's temperatures and the threshold are set on text from sources they never saw.
@@ -141,6 +147,18 @@ def balanced_weights(y: IntArray, k: int) -> F64Array:
 
 
 # --- sparse features + softmax regression ---------------------------------------------------------
+
+
+def head_weights(y: IntArray, sources: Sequence[str], k: int, cfg: TrainConfig) -> F64Array:
+    """Stage 2's row weights: class-balanced, and with `head_source_power` source-balanced too."""
+    if cfg.head_source_power == 0.0:
+        return balanced_weights(y, k)
+    return source_balanced_weights(y, sources, k, cfg.head_source_power)
+
+
+def row_sources(rows: Sequence[Row]) -> list[str]:
+    """Each row's source for the head's weights (its group where the row names none)."""
+    return [r.source or r.group for r in rows]
 
 
 def take_rows(x: Any, rows: IntArray) -> Any:
@@ -351,7 +369,8 @@ def train(
     log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
     emb = embed_all(embedder, texts)
     weights = balanced_weights(y, k)
-    held = _held_out(x, emb, y, folds, len(rows), cfg, log)
+    sources = row_sources(every)
+    held = _held_out(x, emb, y, folds, len(rows), sources, cfg, log)
 
     w_full, b_full = fit_softmax(x, y, weights, k, l2=cfg.first_l2, max_iter=cfg.first_max_iter, threads=cfg.threads)
     # The held-out sources' temperatures are folded into the weights: no cost at serving time.
@@ -360,7 +379,13 @@ def train(
     w16 = w_full.copy()
     w16[:n_lex] = w_full[:n_lex].astype(np.float16).astype(np.float64)
     hw, hb = fit_softmax(
-        emb.astype(np.float64), y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads
+        emb.astype(np.float64),
+        y,
+        head_weights(y, sources, k, cfg),
+        k,
+        l2=cfg.head_l2,
+        max_iter=cfg.head_max_iter,
+        threads=cfg.threads,
     )
     hw, hb = hw / held.head_temperature, hb / held.head_temperature
     gap = float(np.abs(predict_softmax(x, w16, b_full) - predict_softmax(x, w_full, b_full)).max())
@@ -425,7 +450,14 @@ class HeldOut:
 
 
 def _held_out(
-    x: Sparse, emb: FloatArray, y: IntArray, folds: IntArray, n_rows: int, cfg: TrainConfig, log: Callable[[str], None]
+    x: Sparse,
+    emb: FloatArray,
+    y: IntArray,
+    folds: IntArray,
+    n_rows: int,
+    sources: Sequence[str],
+    cfg: TrainConfig,
+    log: Callable[[str], None],
 ) -> HeldOut:
     """One held-out fold of whole sources (text unlike anything the stages trained on) for the
     temperatures, the threshold and the cross-validated figures: stage 1 and stage 2 fitted on
@@ -452,7 +484,7 @@ def _held_out(
     hw, hb = fit_softmax(
         emb[tr].astype(np.float64),
         y[tr],
-        balanced_weights(y[tr], k),
+        head_weights(y[tr], [sources[int(i)] for i in tr], k, cfg),
         k,
         l2=cfg.head_l2,
         max_iter=cfg.head_max_iter,

@@ -4,6 +4,7 @@ the shipped weights load and answer plain questions."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -115,6 +116,29 @@ def test_training_is_reproducible_byte_for_byte(trained: tuple[Path, Path, dict[
     train(data, again, embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY)
     for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, META_FILE):
         assert (out / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_source_balanced_head_changes_stage_2_only(tmp_path: Path) -> None:
+    """The head's source weighting (every corpus source / written batch of a subject alike) is a
+    stage-2 setting: stage 1's files stay byte for byte, the head's change and meta.json says so."""
+    data = write_corpus(tmp_path / "data")
+    extra = tmp_path / "extra_train.jsonl"  # one more math source, smaller than the corpus's
+    extra.write_text(
+        "".join(
+            json.dumps({"text": f"solve for x in equation {w}", "label": "math", "source": "written"}) + "\n"
+            for w in ("one", "two", "three")
+        )
+    )
+    folders = {}
+    for power in (1.0, 0.0):
+        folders[power] = tmp_path / f"power-{power}"
+        cfg = dataclasses.replace(TINY, head_source_power=power)
+        train(data, folders[power], embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=cfg, extra=extra)
+        assert json.loads((folders[power] / META_FILE).read_text())["training"]["head_source_power"] == power
+    for name in (LEXICAL_FILE, STATIC_FILE):
+        assert (folders[1.0] / name).read_bytes() == (folders[0.0] / name).read_bytes(), name
+    assert (folders[1.0] / HEAD_FILE).read_bytes() != (folders[0.0] / HEAD_FILE).read_bytes()
+    assert TINY.head_source_power == 0.0  # the shipped recipe's setting: class-balanced only
 
 
 def test_trained_weights_load_and_classify(trained: tuple[Path, Path, dict[str, Any]]) -> None:

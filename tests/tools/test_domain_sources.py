@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from extproc.models.domain_classifier import neutralise_numbers
-from extproc.tools.domain_sources import SMALL_SOURCE, fit_temperature, nll, source_folds, source_units
+from extproc.tools.domain_sources import (
+    SMALL_SOURCE,
+    fit_temperature,
+    nll,
+    source_balanced_weights,
+    source_folds,
+    source_units,
+)
+from extproc.tools.domain_training import balanced_weights
 
 
 def test_a_source_never_straddles_two_folds_and_subjects_spread_out() -> None:
@@ -55,3 +63,19 @@ def test_fitted_temperature_undoes_overconfidence() -> None:
 )
 def test_numbers_and_ids_are_removed_but_formulas_stay(text: str, expected: str) -> None:
     assert neutralise_numbers(text) == expected
+
+
+def test_source_balanced_weights_give_every_source_of_a_subject_the_same_share() -> None:
+    # chemistry: a 300-row book and a 20-row quiz; math: one 100-row source
+    y = np.array([0] * 320 + [1] * 100)
+    sources = ["book"] * 300 + ["quiz"] * 20 + ["gsm"] * 100
+    w = source_balanced_weights(y, sources, 2, power=1.0)
+    assert abs(float(w.sum()) - 1.0) < 1e-12
+    assert np.isclose(w[y == 0].sum(), w[y == 1].sum())  # every subject the same total
+    assert np.isclose(w[:300].sum(), w[300:320].sum())  # every source of chemistry the same total
+    # power 0 is the class-balanced weighting; a power between tempers the quiz's share
+    assert np.allclose(source_balanced_weights(y, sources, 2, power=0.0), balanced_weights(y, 2))
+    half = source_balanced_weights(y, sources, 2, power=0.5)
+    assert w[300] > half[300] > balanced_weights(y, 2)[300]
+    with pytest.raises(ValueError, match="sources"):
+        source_balanced_weights(y, sources[:-1], 2, power=1.0)
