@@ -47,10 +47,20 @@ $(TEST_STAMP): $(STAMP)
 browser:
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || echo "chromium missing and not root: the console browser test will skip (fail under CI=true)"
 
+# The suite in two runs, to keep CI inside its budget on two cores: the in-process, CPU-bound
+# directories (models, policy, signals, ...) on TEST_WORKERS pytest-xdist workers, one file per
+# worker at a time (module fixtures stay whole); then, one test at a time, everything else: the
+# tests that start Envoy, servers and stacks, whose timeouts assume the machine is not shared.
+# A new directory runs in the second, serial run unless it is listed here.
+TEST_WORKERS ?= 2
+PARALLEL_TESTS := tests/agents tests/cache tests/conversations tests/corpus tests/detectors \
+	tests/models tests/policy tests/protocol tests/signals tests/tools
+
 test: $(TEST_STAMP) browser
 	$(BIN)/ruff check extproc tests
 	$(BIN)/mypy extproc
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile $(PARALLEL_TESTS)
+	$(BIN)/pytest -q $(foreach d,$(PARALLEL_TESTS),--ignore=$(d))
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check extproc tests
