@@ -194,7 +194,9 @@ def run_loso(args: argparse.Namespace, classifier: DomainClassifier, embedder: A
     cfg = TrainConfig(threads=args.threads)
     if args.loso_recipe == "previous":
         extra = [r for r in extra if "issue 44" not in r.source]
-        cfg = TrainConfig(threads=args.threads, neutralise_numbers=False, head_l2=1e-4, head_source_power=0.0)
+        cfg = TrainConfig(
+            threads=args.threads, neutralise_numbers=False, head_l2=1e-4, head_source_power=0.0, head_blend=0.0
+        )
         pair = (1.0, 1.0)
     vectors = packaged_token_vectors(args.threads, Path(tempfile.gettempdir()) / "extproc-domain-cache")
     result = leave_source_out(

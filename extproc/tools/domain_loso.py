@@ -26,8 +26,8 @@ from extproc.tools.domain_training import (
     balanced_weights,
     cascade,
     first_stage_matrix,
+    fit_head,
     fit_softmax,
-    head_weights,
     mix,
     predict_softmax,
     row_sources,
@@ -98,14 +98,7 @@ def leave_source_out(
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
         first[held] = softmax_rows(logits / temperatures[0])
         kept_sources = [sources[int(i)] for i in kept] + extra_sources
-        hw, hb = fit_softmax(
-            np.concatenate([emb[kept], extra_emb]),
-            ty,
-            head_weights(ty, kept_sources, k, cfg),
-            k,
-            l2=cfg.head_l2,
-            max_iter=cfg.head_max_iter,
-        )
+        hw, hb = fit_head(np.concatenate([emb[kept], extra_emb]), ty, kept_sources, k, cfg)
         head_logits = np.log(np.maximum(predict_softmax(emb[held], hw, hb), 1e-300))
         head[held] = mix(softmax_rows(head_logits / temperatures[1]), first[held], cfg.head_mix)
         log(f"fold {f}: {held.size} rows held out, stage 1 {float((first[held].argmax(1) == y[held]).mean()):.3f}")

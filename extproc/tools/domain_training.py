@@ -105,6 +105,15 @@ class TrainConfig:
     # everyday requests to the reasoning model: measured, not shipped (bench/experiments/domain_head_weights.md).
     head_l2: float = 1e-4
     head_source_power: float = 0.0
+    # Stage 2 as a logit ensemble (one linear head: serving unchanged): with `head_blend` > 0 a second
+    # head, source-balanced (`head_blend_source_power`, `head_blend_l2`), is fitted beside the first;
+    # each one's logits are divided by its temperature on its training rows, then mixed (1 - blend) :
+    # blend. 0.5 gains out of source (leave-source-out) and on the written sets while the in-source
+    # test split stays within a point (0.0: the single class-balanced head of the weights before;
+    # bench/experiments/domain_head_ensemble.md).
+    head_blend: float = 0.0
+    head_blend_l2: float = 1e-3
+    head_blend_source_power: float = 1.0
     head_max_iter: int = 150
     # Fold 0 of `folds` folds of whole corpus sources (`domain_sources.source_folds`) is held out:
     # stage 1's and stage 2's temperatures and the threshold are set on text from sources they never saw.
@@ -154,6 +163,21 @@ def head_weights(y: IntArray, sources: Sequence[str], k: int, cfg: TrainConfig) 
     if cfg.head_source_power == 0.0:
         return balanced_weights(y, k)
     return source_balanced_weights(y, sources, k, cfg.head_source_power)
+
+
+def fit_head(x: FloatArray, y: IntArray, sources: Sequence[str], k: int, cfg: TrainConfig) -> tuple[F64Array, F64Array]:
+    """Stage 2's head: one softmax regression, or (`head_blend` > 0) the calibrated logit mix of it
+    and a source-balanced one, folded into one weight matrix and bias."""
+    x = np.asarray(x, dtype=np.float64)
+    weights = head_weights(y, sources, k, cfg)
+    w, b = fit_softmax(x, y, weights, k, l2=cfg.head_l2, max_iter=cfg.head_max_iter, threads=cfg.threads)
+    if cfg.head_blend == 0.0:
+        return w, b
+    bal = source_balanced_weights(y, sources, k, cfg.head_blend_source_power)
+    w2, b2 = fit_softmax(x, y, bal, k, l2=cfg.head_blend_l2, max_iter=cfg.head_max_iter, threads=cfg.threads)
+    t1, t2 = fit_temperature(x @ w + b, y), fit_temperature(x @ w2 + b2, y)
+    a = cfg.head_blend
+    return (1 - a) * w / t1 + a * w2 / t2, (1 - a) * b / t1 + a * b2 / t2
 
 
 def row_sources(rows: Sequence[Row]) -> list[str]:
@@ -378,15 +402,7 @@ def train(
     n_lex = cfg.lexical.n_features
     w16 = w_full.copy()
     w16[:n_lex] = w_full[:n_lex].astype(np.float16).astype(np.float64)
-    hw, hb = fit_softmax(
-        emb.astype(np.float64),
-        y,
-        head_weights(y, sources, k, cfg),
-        k,
-        l2=cfg.head_l2,
-        max_iter=cfg.head_max_iter,
-        threads=cfg.threads,
-    )
+    hw, hb = fit_head(emb, y, sources, k, cfg)
     hw, hb = hw / held.head_temperature, hb / held.head_temperature
     gap = float(np.abs(predict_softmax(x, w16, b_full) - predict_softmax(x, w_full, b_full)).max())
     if gap > 1e-2:
@@ -481,15 +497,7 @@ def _held_out(
     first_temperature = fit_temperature(first_logits, y[te])
     cv_first = softmax_rows(first_logits / first_temperature)
     log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_first.argmax(1) == y[te]).mean()):.3f}")
-    hw, hb = fit_softmax(
-        emb[tr].astype(np.float64),
-        y[tr],
-        head_weights(y[tr], [sources[int(i)] for i in tr], k, cfg),
-        k,
-        l2=cfg.head_l2,
-        max_iter=cfg.head_max_iter,
-        threads=cfg.threads,
-    )
+    hw, hb = fit_head(emb[tr], y[tr], [sources[int(i)] for i in tr], k, cfg)
     head_logits = np.log(np.maximum(predict_softmax(emb[te].astype(np.float64), hw, hb), 1e-300))
     head_temperature = fit_temperature(head_logits, y[te])
     cv_head = mix(softmax_rows(head_logits / head_temperature), cv_first, cfg.head_mix)

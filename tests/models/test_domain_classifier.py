@@ -29,9 +29,13 @@ from extproc.models.domain_classifier import (
 )
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
 from extproc.tools.domain_evaluation import TfidfFeatures
+from extproc.tools.domain_sources import fit_temperature, source_balanced_weights
 from extproc.tools.domain_training import (
     TrainConfig,
+    balanced_weights,
     evaluate,
+    fit_head,
+    fit_softmax,
     knee,
     load_rows,
     scores,
@@ -139,6 +143,34 @@ def test_source_balanced_head_changes_stage_2_only(tmp_path: Path) -> None:
         assert (folders[1.0] / name).read_bytes() == (folders[0.0] / name).read_bytes(), name
     assert (folders[1.0] / HEAD_FILE).read_bytes() != (folders[0.0] / HEAD_FILE).read_bytes()
     assert TINY.head_source_power == 0.0  # the shipped recipe's setting: class-balanced only
+
+
+def test_blended_head_is_the_calibrated_mix_of_a_plain_and_a_source_balanced_head() -> None:
+    """`head_blend` folds two heads into one linear head: blend 0 is the plain head alone, blend 1 the
+    source-balanced head over its training-set temperature, and any blend their weighted mix, so
+    serving (one matrix product) is unchanged. A big source and a small one teach subject 0 with
+    different directions: the source-balanced head leans to the small source, the plain one to the big."""
+    rng = np.random.default_rng(3)
+    big, small, other = rng.normal(0, 1, (60, 8)), rng.normal(0, 1, (6, 8)), rng.normal(0, 1, (30, 8))
+    big[:, 0] += 2.0
+    small[:, 1] += 2.0
+    other[:, 0] -= 2.0
+    x = np.concatenate([big, small, other])
+    y = np.array([0] * 66 + [1] * 30, dtype=np.int64)
+    sources = ["book"] * 60 + ["written"] * 6 + ["other"] * 30
+    cfg = dataclasses.replace(TINY, head_max_iter=100)
+    plain = fit_softmax(x, y, balanced_weights(y, 2), 2, l2=cfg.head_l2, max_iter=100)
+    assert all(np.array_equal(a, b) for a, b in zip(fit_head(x, y, sources, 2, cfg), plain, strict=True))
+    balanced = fit_softmax(x, y, source_balanced_weights(y, sources, 2, 1.0), 2, l2=cfg.head_blend_l2, max_iter=100)
+    t_plain, t_bal = fit_temperature(x @ plain[0] + plain[1], y), fit_temperature(x @ balanced[0] + balanced[1], y)
+    one = fit_head(x, y, sources, 2, dataclasses.replace(cfg, head_blend=1.0))
+    assert np.allclose(one[0], balanced[0] / t_bal) and np.allclose(one[1], balanced[1] / t_bal)
+    half = fit_head(x, y, sources, 2, dataclasses.replace(cfg, head_blend=0.5))
+    assert np.allclose(half[0], 0.5 * plain[0] / t_plain + 0.5 * balanced[0] / t_bal)
+    assert np.allclose(half[1], 0.5 * plain[1] / t_plain + 0.5 * balanced[1] / t_bal)
+    # the small source's direction counts for more in the source-balanced head than in the plain one
+    lean = [w[1, 0] - w[1, 1] for w in (plain[0] / t_plain, half[0], one[0])]
+    assert lean[0] < lean[1] < lean[2]
 
 
 def test_trained_weights_load_and_classify(trained: tuple[Path, Path, dict[str, Any]]) -> None:
