@@ -111,7 +111,7 @@ class TrainConfig:
     # blend. 0.5 gains out of source (leave-source-out) and on the written sets while the in-source
     # test split stays within a point (0.0: the single class-balanced head of the weights before;
     # bench/experiments/domain_head_ensemble.md).
-    head_blend: float = 0.0
+    head_blend: float = 0.5
     head_blend_l2: float = 1e-3
     head_blend_source_power: float = 1.0
     head_max_iter: int = 150
