@@ -325,7 +325,7 @@ def get_text_embedder(
     return models.get(
         EMBEDDER_MODEL_NAME,
         lambda: load_text_embedder(settings, torch_threads=torch_threads),
-        detail=f"all-MiniLM-L6-v2 from {where}",
+        detail=f"all-MiniLM-L6-v2 from {where}" + (f", {settings.precision}" if settings.precision != "fp32" else ""),
     )
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from extproc.models.bert_onnx import build_model, model_bytes, quantized_int8
-from extproc.models.registry import ModelUnavailable
-from extproc.models.text_embedder import TextEmbedder, load_text_embedder, packaged_model_dir
+from extproc.models.registry import ModelRegistry, ModelUnavailable
+from extproc.models.text_embedder import TextEmbedder, get_text_embedder, load_text_embedder, packaged_model_dir
 from extproc.settings import EmbedderSettings, Settings, SettingsError
 from tests.models.test_text_embedder_onnx import TEXTS
 
@@ -42,8 +42,11 @@ def int8_failures(served: np.ndarray[Any, Any], fp32: np.ndarray[Any, Any]) -> l
 
 
 def test_int8_vectors_stay_close_to_fp32(minilm: Path, fp32_vectors: np.ndarray[Any, Any]) -> None:
-    served = load_text_embedder(EmbedderSettings(precision="int8", cache_size=0))
+    models = ModelRegistry()
+    served = get_text_embedder(models, EmbedderSettings(precision="int8", cache_size=0))
     assert served.runtime == "onnx" and served.precision == "int8"
+    (status,) = models.statuses()
+    assert status.loaded and status.detail.endswith(", int8")  # operators see the precision
     vectors = served.embed(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == fp32_vectors.shape
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # still L2-normalised in the graph
