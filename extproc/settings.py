@@ -250,6 +250,10 @@ class EmbedderSettings(_Section):
     # AutoModel (the reference); auto: onnx, or torch for a checkpoint the ONNX builder cannot write.
     runtime: Literal["auto", "onnx", "torch"] = "auto"
     threads: int | None = Field(default=None, ge=1)  # encoder threads; None: dispatch.torch_threads
+    # int8: the onnx encoder's projections quantized at load (dynamic, per channel), one text a pass:
+    # ~2x less encoder CPU a text, vectors at cosine >= 0.98 to fp32 (the answer cache's paraphrase
+    # hits drop; docs/encoder_precision.md). A Milvus store keeps the vectors of the precision it was filled at.
+    precision: Literal["fp32", "int8"] = "fp32"
     # Texts reaching the encoder within this window, from any request, go through one batched call
     # (docs/running.md has the p99 curve it was chosen from); 0: only those of the same loop turn.
     batch_window_ms: float = Field(default=0.0, ge=0, le=100)

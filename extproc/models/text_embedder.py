@@ -33,6 +33,7 @@ from extproc.models.lru import LruCache, rows_through_cache, text_key
 from extproc.models.registry import ModelRegistry, ModelUnavailable
 
 if TYPE_CHECKING:
+    from extproc.models.bert_onnx import Precision
     from extproc.models.executor import HeavyExecutor
     from extproc.settings import EmbedderSettings
 
@@ -67,7 +68,9 @@ def _read_max_length(model_dir: Path, default: int) -> int:
 class _OnnxEncoder:
     """tokenizer.json + the BERT graph in ONNX Runtime: texts -> normalised sentence embeddings."""
 
-    def __init__(self, model_dir: Path, max_length: int, threads: int | None) -> None:
+    def __init__(
+        self, model_dir: Path, max_length: int, threads: int | None, precision: Precision = "fp32", fused: bool = False
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -90,9 +93,15 @@ class _OnnxEncoder:
         # short text (13.5 vs 6.3 ms with 2 threads, same wall time) and took it from the event loop.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(model_bytes(model_dir), options, providers=["CPUExecutionProvider"])
+        graph = model_bytes(model_dir, fused=fused, precision=precision)
+        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         self.inputs = INPUTS
         self.calls = 0  # batched encoder passes (tests count them)
+        # int8 quantizes each pass's activations with one scale for the whole padded batch, so a
+        # text's vector would depend on the texts (and padding) beside it (a short text moved to
+        # cosine 0.975 between alone and batched): int8 runs one text a pass, the same vector for
+        # the same text whatever else is in flight (the cache and the decisions stay reproducible).
+        self.one_text_a_pass = precision == "int8"
 
     def __call__(self, texts: Sequence[str]) -> FloatArray:
         """One row per text, in order. Texts go through the graph in groups of similar token
@@ -101,7 +110,9 @@ class _OnnxEncoder:
         texts of the mix in batches of 8: 2.6x the CPU of one text a pass)."""
         token_ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
         out = np.zeros((len(texts), 0), dtype=np.float32)
-        for group in length_groups([len(ids) for ids in token_ids]):
+        lengths = [len(ids) for ids in token_ids]
+        groups = [[i] for i in range(len(texts))] if self.one_text_a_pass else length_groups(lengths)
+        for group in groups:
             ids, mask = self.padded([token_ids[i] for i in group])
             self.calls += 1
             rows = np.asarray(self.session.run(None, {self.inputs[0]: ids, self.inputs[1]: mask})[0], np.float32)
@@ -158,7 +169,12 @@ class TextEmbedder:
         cache_size: int = 2048,
         torch_threads: int | None = None,
         runtime: Runtime = "onnx",
+        precision: Precision = "fp32",
+        fused: bool = False,
     ) -> None:
+        """`precision` and `fused` apply to the onnx runtime (see `bert_onnx.model_bytes`)."""
+        if precision != "fp32" and runtime != "onnx":
+            raise ModelUnavailable(f"embedder precision {precision} needs the onnx runtime, not {runtime}")
         self.model_dir = model_dir
         self.max_length = _read_max_length(model_dir, max_length)
         self.batch_size = batch_size
@@ -169,10 +185,11 @@ class TextEmbedder:
         self._model: Any = None
         self._onnx: _OnnxEncoder | None = None
         if runtime == "onnx":
-            self._onnx = _OnnxEncoder(model_dir, self.max_length, torch_threads)
+            self._onnx = _OnnxEncoder(model_dir, self.max_length, torch_threads, precision, fused)
         else:
             self._load_torch()
         self.runtime: Runtime = runtime
+        self.precision: Precision = precision
         config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
         self.dim = int(config["hidden_size"])
 
@@ -282,9 +299,12 @@ def load_text_embedder(settings: EmbedderSettings, *, torch_threads: int | None 
             cache_size=settings.cache_size,
             torch_threads=threads,
             runtime=runtime,
+            precision=settings.precision if runtime == "onnx" else "fp32",
         )
 
     if settings.runtime == "torch":
+        if settings.precision != "fp32":
+            raise ModelUnavailable(f"embedder.precision {settings.precision} needs embedder.runtime onnx or auto")
         return make("torch")
     from extproc.models.bert_onnx import BertGraphError
 
@@ -305,7 +325,7 @@ def get_text_embedder(
     return models.get(
         EMBEDDER_MODEL_NAME,
         lambda: load_text_embedder(settings, torch_threads=torch_threads),
-        detail=f"all-MiniLM-L6-v2 from {where}",
+        detail=f"all-MiniLM-L6-v2 from {where}" + (f", {settings.precision}" if settings.precision != "fp32" else ""),
     )
 
 

@@ -218,6 +218,12 @@ class Signal(ABC):  # noqa: B024 - subclasses implement compute or evaluate, eit
         """Synchronous evaluation for `inline` signals."""
         raise NotImplementedError(f"{type(self).__name__} is not an inline signal")
 
+    def off_loop(self, request: RoutingRequest) -> bool:
+        """For an inline signal: is `compute` on this request long enough to hold the event loop
+        (a long text read whole)? Then the dispatcher runs it in a worker thread, with the same
+        result and still without a timeout, so other streams' requests go on meanwhile."""
+        return False
+
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         """Asynchronous evaluation; the default runs `compute` (for inline signals)."""
         return self.compute(request)

@@ -17,6 +17,8 @@ from collections.abc import Collection
 from typing import ClassVar
 
 from extproc.detectors.common import (
+    MAX_SCAN_CHARS,
+    MAX_TAIL_CHARS,
     Finding,
     check_kinds,
     join_bounded,
@@ -102,6 +104,15 @@ class DetectorSignal(Signal):
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(self.kinds)
+
+    def off_loop(self, request: RoutingRequest) -> bool:
+        """A text read whole in more than one window (jailbreak's 1 Mi characters of Cyrillic held
+        the loop 1-2 s): judged in a worker thread. The regexes hold the GIL while they match,
+        but the loop gets it back between calls (every few ms), instead of after the last window."""
+        if not self.reads_whole_text:
+            return False
+        chars = sum(len(s.text) + 2 for s in request.iter_text(self.spec.roles))  # + the windows' "\n\n" joins
+        return chars > MAX_SCAN_CHARS + MAX_TAIL_CHARS
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         texts = (s.text for s in request.iter_text(self.spec.roles))

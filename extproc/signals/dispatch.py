@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from extproc.errors import RequestError
 from extproc.models.executor import REQUEST_DEADLINE, HeavyExecutor, Overloaded
@@ -15,6 +17,16 @@ from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, SignalContext, SignalResult, SignalStatus, SignalUnavailable
 
 _IMAGE_ONLY = frozenset({"image", "image_meta"})
+# Inline signals' long-text work (`Signal.off_loop`), one job at a time: the patterns hold the
+# GIL, so a second thread would not finish them sooner, only share the loop's slices with it.
+_long_text_pool: ThreadPoolExecutor | None = None
+
+
+def _long_text_executor() -> ThreadPoolExecutor:
+    global _long_text_pool
+    if _long_text_pool is None:
+        _long_text_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-text")
+    return _long_text_pool
 
 
 class Dispatcher:
@@ -27,6 +39,7 @@ class Dispatcher:
         ctx = SignalContext(executor=self.executor, deadline=deadline)
         results: dict[str, SignalResult] = {}
         pending: dict[asyncio.Task[Evaluation], tuple[Signal, float]] = {}
+        threaded: dict[asyncio.Future[SignalResult], Signal] = {}
         inline: list[Signal] = []
         for signal in signals:
             if self.answers_without_running(signal, request):
@@ -37,6 +50,9 @@ class Dispatcher:
             reason = signal.unavailable_reason()
             if reason is not None:
                 results[signal.name] = SignalResult.failed(signal.name, signal.type, SignalStatus.UNAVAILABLE, reason)
+            elif signal.inline and self._off_loop(signal, request):
+                loop = asyncio.get_running_loop()
+                threaded[loop.run_in_executor(_long_text_executor(), self._run_inline, signal, request)] = signal
             elif signal.inline:
                 inline.append(signal)
             elif (now := self._answer_now(signal, request)) is not None:
@@ -45,15 +61,18 @@ class Dispatcher:
                 # Heavy signals start first so their executor work overlaps the inline ones.
                 task = asyncio.create_task(self._bounded(signal, request, ctx), name=f"signal:{signal.name}")
                 pending[task] = (signal, time.perf_counter())
+        waiting: list[asyncio.Future[Any]] = [*pending, *threaded]
         try:
             for signal in inline:
                 results[signal.name] = self._run_inline(signal, request)
-            if pending:
-                await asyncio.wait(pending)
+            if waiting:
+                await asyncio.wait(waiting)
         except BaseException:
-            for task in pending:
-                task.cancel()
+            for future in waiting:
+                future.cancel()
             raise
+        for future, signal in threaded.items():
+            results[signal.name] = future.result()  # _run_inline's result; a RequestError propagates
         for task, (signal, started) in pending.items():
             results[signal.name] = self._collect(signal, task, started)
         return results
@@ -69,6 +88,13 @@ class Dispatcher:
         # Heavy work this signal submits is admitted only if it can finish in time (see executor).
         REQUEST_DEADLINE.set(time.monotonic() + timeout)
         return await asyncio.wait_for(signal.evaluate(request, ctx), timeout=timeout)
+
+    @staticmethod
+    def _off_loop(signal: Signal, request: RoutingRequest) -> bool:
+        try:
+            return signal.off_loop(request)
+        except Exception:
+            return False  # on the loop, as before; `_run_inline` reports whatever fails
 
     @staticmethod
     def _answer_now(signal: Signal, request: RoutingRequest) -> SignalResult | None:

@@ -7,6 +7,7 @@ built here and on the shipped all-MiniLM-L6-v2, with the negative controls the c
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -111,8 +112,9 @@ def model_dir(request: pytest.FixtureRequest, tiny_bert: Path) -> Path:
     return path
 
 
-def test_the_served_vectors_match_the_torch_reference(model_dir: Path) -> None:
-    served = TextEmbedder(model_dir, cache_size=0, runtime="onnx")
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "literal"])
+def test_the_served_vectors_match_the_torch_reference(model_dir: Path, fused: bool) -> None:
+    served = TextEmbedder(model_dir, cache_size=0, runtime="onnx", fused=fused)
     vectors = served.embed(TEXTS)
     assert served.runtime == "onnx" and vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), served.dim)
     assert parity_failures(vectors, reference(model_dir, TEXTS)) == []
@@ -154,6 +156,16 @@ def test_grouped_passes_give_the_rows_of_one_text_a_pass(model_dir: Path) -> Non
     assert served._onnx.calls - before > 1  # the 256-token text did not pad the short ones
     single = np.stack([served.embed_uncached([t])[0] for t in mixed])
     assert parity_failures(vectors, single) == []  # rows back in input order
+
+
+def test_the_fused_graph_runs_the_layers_in_fused_kernels(tiny_bert: Path) -> None:
+    fused = Counter(node.op_type for node in build_model(tiny_bert, fused=True).graph.node)
+    literal = Counter(node.op_type for node in build_model(tiny_bert, fused=False).graph.node)
+    layers = 2
+    assert fused["Attention"] == layers and fused["SkipLayerNormalization"] == 2 * layers
+    assert fused["BiasGelu"] == layers and fused["Softmax"] == 0 and fused["Erf"] == 0
+    assert literal["Attention"] == 0 and literal["Softmax"] == layers and literal["Erf"] == layers
+    assert sum(fused.values()) < sum(literal.values()) / 2
 
 
 def test_the_check_catches_a_wrong_pooling_truncation_or_norm(model_dir: Path) -> None:
