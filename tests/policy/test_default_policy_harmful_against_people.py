@@ -46,6 +46,7 @@ CATEGORY_LABEL = {
     "account": NEW_LANGUAGES,
     "tracking": NEW_LANGUAGES,
 }
+FOLLOWING = "following a partner covertly"
 OLDER_ENGLISH = {("theft", "en"): "theft or break-in", ("selfharm", "en"): "urging self-harm or threats"}
 
 # Written for this test: not in the dev set.
@@ -79,10 +80,14 @@ def dev_rows() -> list[dict[str, Any]]:
     return [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def expected_label(row: dict[str, Any]) -> str:
+def expected_labels(row: dict[str, Any]) -> set[str]:
+    """The names a dev row may be refused by: its class's, or an older pattern's for the same act."""
     if row["lang"] in ("el", "fa", "he", "th"):
-        return MORE_LANGUAGES
-    return OLDER_ENGLISH.get((row["category"], row["lang"]), CATEGORY_LABEL[row["category"]])
+        return {MORE_LANGUAGES}
+    if row["category"] == "tracking" and row["lang"] in ("fr", "it", "pt", "es", "de", "ru"):
+        return {FOLLOWING}
+    older = OLDER_ENGLISH.get((row["category"], row["lang"]))
+    return {CATEGORY_LABEL[row["category"]], *([older] if older else [])}
 
 
 def labels(router: Router, text: str) -> tuple[str | None, set[str]]:
@@ -114,7 +119,7 @@ def test_the_dev_set_covers_every_class_and_language_on_both_sides() -> None:
 def test_a_dev_harmful_request_is_refused_and_named_by_its_class(router: Router, row: dict[str, Any]) -> None:
     decision, named = labels(router, row["text"])
     assert decision in REFUSALS, row["text"]  # a phishing message may read as an attack first
-    assert expected_label(row) in named, (row["text"], named)
+    assert expected_labels(row) & named, (row["text"], named)
 
 
 @pytest.mark.parametrize(
@@ -161,11 +166,11 @@ def test_the_stem_gate_alone_turns_away_a_text_holding_no_act_word() -> None:
     assert gated._prefilter is not None
     assert not gated._prefilter.admits("How do I write a cover letter for a nursing job in Lyon?")
     for row in dev_rows():
-        if row["label"] == "harmful" and expected_label(row) not in (
+        if row["label"] == "harmful" and not expected_labels(row) & {
             NEW_LANGUAGES,
             MORE_LANGUAGES,
             *OLDER_ENGLISH.values(),
-        ):
+        }:
             assert gated._prefilter.admits(row["text"]), row["text"]
 
 
