@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from extproc.models.attack_classifier import mostly_latin
@@ -72,21 +73,28 @@ def test_the_latin_rows_train_the_harmful_output_only_and_not_the_script_stage(t
     # The rows before them are the same rows, in the same order and folds.
     assert data.texts[: len(without.texts)] == without.texts
     assert (data.folds[: len(without.texts)] == without.folds).all()
+    # `written_scale` scales every written row's weight (both files), and no other row's.
+    scaled = _training_set(
+        corpus, dataclasses.replace(TINY, written_harmful=True, written_latin=True, written_scale=0.25), lambda _: None
+    )
+    written = np.array([r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN) for r in data.rows])
+    assert written.sum() > len(latin) and (data.row_scale[written] == 1.0).all()
+    assert (scaled.row_scale[written] == 0.25).all() and (scaled.row_scale[~written] == data.row_scale[~written]).all()
 
 
 def test_the_script_stage_reads_no_latin_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`fit_script_lexical` fits the other scripts' model on the rows it was chosen on, whatever the
-    recipe says of the Latin file."""
+    """`fit_script_lexical` fits the other scripts' model on the rows it was chosen on, at their
+    weights, whatever the recipe says of the Latin file and of the written rows' weight."""
     train_module = importlib.import_module("extproc.tools.attack_training.train")  # the package exports `train()`
     seen: list[bool] = []
     real = train_module._training_set
 
     def spy(corpus_dir: Path, cfg: Any, say: Any) -> Any:
-        seen.append(cfg.written_latin)
+        seen.append(cfg.written_latin or cfg.written_scale != 1.0)
         return real(corpus_dir, cfg, say)
 
     monkeypatch.setattr(train_module, "_training_set", spy)
     corpus = write_corpus(tmp_path / "corpus", synthetic_rows())
-    recipe = dataclasses.replace(TINY, written_harmful=True, written_latin=True)
+    recipe = dataclasses.replace(TINY, written_harmful=True, written_latin=True, written_scale=0.25)
     train_module.fit_script_lexical(corpus, recipe, "harmful", lambda _: None)
     assert seen == [False]

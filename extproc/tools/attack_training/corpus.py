@@ -121,6 +121,9 @@ class TrainConfig:
     written_harmful: bool = False
     # - the rows of `harmful_written_latin.jsonl` too (Latin-script languages; the harmful output only);
     written_latin: bool = False
+    # - each written row's weight (both files) beside a corpus row of a group the same size: a
+    #   group of 40 written rows otherwise weighs as much as a corpus group of 40 (weight_power).
+    written_scale: float = 1.0
     # - per output, the lowest sure threshold of a Latin-script text (the lexical stage deciding
     #   alone); harmful: 0.999, where the default policy put it (an essay intro scored 0.996);
     sure_floors: tuple[tuple[str, float], ...] = ()

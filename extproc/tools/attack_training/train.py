@@ -190,7 +190,8 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
         short=np.array([len(t) < cfg.short_chars for t in texts], dtype=bool),
         latin=np.array([mostly_latin(t) for t in texts], dtype=bool),
         groups=[f"{r.category}/{r.lang}" for r in rows],
-        row_scale=np.where(original, 1.0, cfg.crop_weight),
+        row_scale=np.where(original, 1.0, cfg.crop_weight)
+        * np.where([r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN) for r in rows], cfg.written_scale, 1.0),
         folds=np.array(
             corpus_folds + [corpus_folds[i] for i in crop_parent] + [fold_of(r.text, cfg.folds) for r in extra_rows],
             dtype=np.int64,
@@ -307,9 +308,10 @@ def _add_script_models(
 def fit_script_lexical(corpus_dir: Path, cfg: TrainConfig, output: str, say: Callable[[str], None]) -> ScriptFit | None:
     """The other scripts' lexical model of `output` (`script_stage.py`); None when the training set has no benign text
     in another script than Latin to choose its threshold on."""
-    # The written rows of every script; the Latin-script file is the Latin path's (this stage scores
-    # no Latin text, and its fit stays the one its threshold was chosen for).
-    data = _training_set(corpus_dir, dataclasses.replace(cfg, written_harmful=True, written_latin=False), say)
+    # The written rows of every script at their full weight; the Latin-script file is the Latin
+    # path's (this stage scores no Latin text, and its fit stays the one its threshold was chosen for).
+    own_rows = dataclasses.replace(cfg, written_harmful=True, written_latin=False, written_scale=1.0)
+    data = _training_set(corpus_dir, own_rows, say)
     used, positive = rows_for(data, output)
     idx = np.flatnonzero(used)
     y = positive[idx]
