@@ -27,6 +27,10 @@ from extproc.tools.training import (
 RECIPES: dict[str, Callable[..., TrainConfig]] = {
     "default": TrainConfig,
     "issue48": TrainConfig.issue48,
+    # The Latin-script written rows of issue 48's fourth pass at a quarter weight (measured, not shipped).
+    "written-latin": lambda **kw: TrainConfig(
+        **{"written_harmful": True, "written_latin": True, "written_scale": 0.25, **kw}
+    ),
 }
 
 

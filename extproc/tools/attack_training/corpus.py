@@ -39,6 +39,11 @@ SOURCES_CITE = "/work/shared/data/safety/SOURCES.md (in CI: ../shared/data/safet
 WRITTEN_HARMFUL = "written_harmful"
 WRITTEN_TWIN = "written_twin"
 WRITTEN_HARMFUL_FILE = Path(__file__).resolve().parent / "harmful_written.jsonl"
+# More of them, in the Latin-script languages (English, Spanish, French, German, Portuguese, Italian,
+# Dutch, Polish, Turkish, Vietnamese, Indonesian, Romanian, Swedish), written for the harmful output's
+# Latin path (n-grams and head): the same categories, a file of its own so the other scripts' stage,
+# fitted on `harmful_written.jsonl` alone, keeps its rows.
+WRITTEN_LATIN_FILE = WRITTEN_HARMFUL_FILE.with_name("harmful_written_latin.jsonl")
 EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
 
 
@@ -114,6 +119,11 @@ class TrainConfig:
     #   Hebrew, Greek, Devanagari, Bengali, Thai and Latin-script languages), trained on, never
     #   scored; like the protective rows they train the harmful output only;
     written_harmful: bool = False
+    # - the rows of `harmful_written_latin.jsonl` too (Latin-script languages; the harmful output only);
+    written_latin: bool = False
+    # - each written row's weight (both files) beside a corpus row of a group the same size: a
+    #   group of 40 written rows otherwise weighs as much as a corpus group of 40 (weight_power).
+    written_scale: float = 1.0
     # - per output, the lowest sure threshold of a Latin-script text (the lexical stage deciding
     #   alone); harmful: 0.999, where the default policy put it (an essay intro scored 0.996);
     sure_floors: tuple[tuple[str, float], ...] = ()

@@ -29,6 +29,8 @@ from extproc.tools.attack_training.corpus import (
     SHORT_HIGH_CAP,
     SOURCES_CITE,
     WRITTEN_HARMFUL,
+    WRITTEN_HARMFUL_FILE,
+    WRITTEN_LATIN_FILE,
     WRITTEN_TWIN,
     BoolArray,
     CorpusRow,
@@ -158,6 +160,8 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
     extra_rows = _everyday(seen) if cfg.everyday else []
     if cfg.written_harmful:
         extra_rows += _written(seen)
+    if cfg.written_latin:
+        extra_rows += _written(seen, WRITTEN_LATIN_FILE)
     rows = corpus_rows + crop_rows + extra_rows
     n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
@@ -186,7 +190,8 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
         short=np.array([len(t) < cfg.short_chars for t in texts], dtype=bool),
         latin=np.array([mostly_latin(t) for t in texts], dtype=bool),
         groups=[f"{r.category}/{r.lang}" for r in rows],
-        row_scale=np.where(original, 1.0, cfg.crop_weight),
+        row_scale=np.where(original, 1.0, cfg.crop_weight)
+        * np.where([r.category in (WRITTEN_HARMFUL, WRITTEN_TWIN) for r in rows], cfg.written_scale, 1.0),
         folds=np.array(
             corpus_folds + [corpus_folds[i] for i in crop_parent] + [fold_of(r.text, cfg.folds) for r in extra_rows],
             dtype=np.int64,
@@ -220,11 +225,11 @@ def _everyday(seen: set[str]) -> list[CorpusRow]:
     return extra_rows
 
 
-def _written(seen: set[str]) -> list[CorpusRow]:
+def _written(seen: set[str], path: Path = WRITTEN_HARMFUL_FILE) -> list[CorpusRow]:
     """The harmful requests and their benign twins written for this project in many languages and
-    scripts (`harmful_written.jsonl`), not already seen (`seen` grows)."""
+    scripts (`harmful_written.jsonl`, or `path`), not already seen (`seen` grows)."""
     rows: list[CorpusRow] = []
-    for row in written_harmful_rows(everyday_evaluation_texts()):
+    for row in written_harmful_rows(everyday_evaluation_texts(), path):
         if row.text not in seen:
             seen.add(row.text)
             rows.append(row)
@@ -303,7 +308,10 @@ def _add_script_models(
 def fit_script_lexical(corpus_dir: Path, cfg: TrainConfig, output: str, say: Callable[[str], None]) -> ScriptFit | None:
     """The other scripts' lexical model of `output` (`script_stage.py`); None when the training set has no benign text
     in another script than Latin to choose its threshold on."""
-    data = _training_set(corpus_dir, dataclasses.replace(cfg, written_harmful=True), say)
+    # The written rows of every script at their full weight; the Latin-script file is the Latin
+    # path's (this stage scores no Latin text, and its fit stays the one its threshold was chosen for).
+    own_rows = dataclasses.replace(cfg, written_harmful=True, written_latin=False, written_scale=1.0)
+    data = _training_set(corpus_dir, own_rows, say)
     used, positive = rows_for(data, output)
     idx = np.flatnonzero(used)
     y = positive[idx]
