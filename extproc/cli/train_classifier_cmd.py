@@ -1,4 +1,4 @@
-"""`extproc train-classifier --data DIR [--out DIR] [--eval-only] [--recipe issue48]`: train the shipped prompt-attack
+"""`extproc train-classifier --data DIR [--out DIR] [--eval-only] [--recipe NAME]`: train the shipped prompt-attack
 classifier on DIR/train.jsonl (thresholds by cross-validation on it), write the weights, and
 print its metrics on DIR/test.jsonl. Deterministic: the same corpus gives the same files."""
 
@@ -12,7 +12,7 @@ from extproc.ops.paths import TRAINING_ONLY, in_repository
 from extproc.tools.progress import heartbeat
 
 # The training recipes (`extproc.tools.attack_training.cli.RECIPES`, imported only when training).
-RECIPE_NAMES = ("default", "issue48")
+RECIPE_NAMES = ("default", "issue48", "written-latin")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=RECIPE_NAMES,
         default="default",
         help="training recipe ('default' reproduces the shipped weights; 'issue48': every script, "
-        "thresholds chosen out of fold)",
+        "thresholds chosen out of fold; 'written-latin': the harmful output also learns the Latin-script "
+        "written rows at a quarter weight, measured and not shipped)",
     )
     parser.add_argument("--cache-dir", type=Path, help="where MiniLM embeddings of the corpus are cached")
     parser.set_defaults(func=run)
