@@ -4,8 +4,8 @@ A keyword signal with dozens of long regexes pays for every scan on every reques
 every text holds none of the words those regexes need. A `StemFilter` answers "could they match?"
 in one pass over the words: each word is looked up by its first three characters among the stems
 sharing them. Stems of scripts written without spaces (Chinese, Japanese, Korean, Thai,
-Devanagari, whose vowel signs split `\\w+` words) and phrases with a space are looked for as
-substrings, a phrase only once its first word occurs.
+Devanagari, whose vowel signs split `\\w+` words) and phrases (words joined by a space, a hyphen or
+a dot) are looked for as substrings, a phrase only once its first word occurs.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ class StemFilter:
         for stem in sorted(folded):
             if _UNSPACED.search(stem):
                 continue
-            if " " in stem:
-                first = stem.split()[0]
+            words = _WORD.findall(stem)
+            if len(words) > 1:  # a phrase, or a stem joined by a hyphen or dot ("pro-ana", "ak-47")
+                first = words[0]
                 self._phrases[first] = (*self._phrases.get(first, ()), stem)
             elif len(stem) < _HEAD:
                 self._short.add(stem)
