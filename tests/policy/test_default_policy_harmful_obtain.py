@@ -1,6 +1,6 @@
 """The default policy's `harmful_against_people` patterns for weapons or drugs obtained, a person
-drugged, papers forged and self-harm encouraged: a plain request in en, es, pt, fr, de, ru, tr, vi,
-hi or ar (a gun bought without a licence, a knife chosen to stab a neighbour, cocaine bought,
+drugged, papers forged and self-harm encouraged: a plain request in en, es, pt, fr, de, it, ru, tr,
+vi, hi or ar (a gun bought without a licence, a knife chosen to stab a neighbour, cocaine bought,
 sleeping pills slipped into a wife's coffee, a fake ID or diploma made or bought, a post urging
 teenagers to self-harm, cuts hidden from parents) is refused with `harmful_request` and named by its class; its
 look-alikes in the same languages (a gun bought legally, a knife for the kitchen, helping a brother
@@ -38,7 +38,7 @@ CATEGORY_LABEL = {
     "selfharm": "self-harm encouraged",
 }
 NEW_LABELS = frozenset(CATEGORY_LABEL.values())
-LANGUAGES = ("en", "es", "pt", "fr", "de", "ru", "tr", "vi", "hi", "ar")
+LANGUAGES = ("en", "es", "pt", "fr", "de", "it", "ru", "tr", "vi", "hi", "ar")
 
 # Written for this test: not in the dev set.
 MORE_HARMFUL = [
