@@ -412,9 +412,14 @@ def test_message_timeout(allow: bool) -> None:
         # Envoy gave up on the big body, but the server may still be decoding it; a small
         # request sent meanwhile would wait behind that work past the 20 ms budget.
         wait_until_idle(int(config.env["VSR_SERVER__ADMIN_PORT"]))
-        # 20 ms is tight for a shared 2-core CI machine even for small text; a scheduling stall
-        # may cost one try, but a path that is broken fails all three.
-        small = [post(port, PLAIN) for _ in range(3)]
+        # 20 ms is tight for a shared 2-core CI machine even for small text (one encoder pass is
+        # 6-18 ms there): a scheduling stall may cost a few tries, so up to eight are sent until
+        # one routes; a path that is broken fails all eight.
+        small = []
+        for _ in range(8):
+            small.append(post(port, PLAIN))
+            if (small[-1].status, small[-1].upstream) == (200, "general"):
+                break
         assert (200, "general") in [(r.status, r.upstream) for r in small]
         assert all(r.status in (200, 504) for r in small)
         assert stack.failed() is None
