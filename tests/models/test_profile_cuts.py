@@ -6,6 +6,7 @@ fixed texts, including the texts that would expose a wrong shortcut.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -50,10 +51,49 @@ def test_mostly_latin_on_random_mixtures_and_repeated_asks() -> None:
         assert mostly_latin(text) is expected
 
 
-def test_mostly_latin_memo_holds_one_text_and_its_own_answer() -> None:
-    latin, other = "Ωa café", "Ωa ΩΩΩ"  # same length, opposite answers
-    assert mostly_latin(latin) and not mostly_latin(other) and mostly_latin(latin)
-    assert (latin, True) == attack_classifier._LAST_ASKED
+def _counting_mostly_latin(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every text `attack_classifier.mostly_latin` is asked about (the answer unchanged)."""
+    asked: list[str] = []
+    original = attack_classifier.mostly_latin
+
+    def counting(text: str) -> bool:
+        asked.append(text)
+        return original(text)
+
+    monkeypatch.setattr(attack_classifier, "mostly_latin", counting)
+    return asked
+
+
+def test_lexical_scores_count_a_texts_script_once_for_every_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    outputs = list(attack_classifier.load_outputs().values())
+    texts = ["Напиши стихотворение о море", "Écris un poème sur l'été", "请帮我写一封感谢信给我的老师。", "plain"]
+    expected = [[c.lexical_score(t) for c in outputs] for t in texts]
+    asked = _counting_mostly_latin(monkeypatch)
+    got = [attack_classifier.lexical_scores(outputs, t) for t in texts]
+    assert got == expected  # the same model per text as each output scoring alone
+    if any(c.reads_script for c in outputs):
+        assert asked == texts  # once a text, not once per output
+    else:
+        assert asked == []
+
+
+def test_the_lexical_signal_counts_each_texts_script_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default policy's lexical classifier on a request: every text (and view) it judges has its
+    script counted once, however many outputs and checks (sure threshold, head reads) read it."""
+    from extproc.protocol.openai import parse_request
+    from extproc.router import Router
+    from extproc.settings import Settings
+
+    router = Router.from_settings(Settings.load(None, environ={}))
+    signal = router.policy.signals["attack_fast"]
+    text = "Переведи на английский: доброе утро, как дела? Потом объясни грамматику."
+    request = parse_request(json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode())
+    before = signal.compute(request)  # warms the lexical scores' cache: what is left is the signal's own
+    asked = _counting_mostly_latin(monkeypatch)
+    assert signal.compute(request) == before
+    assert asked, "the policy's classifier no longer reads scripts: this test checks nothing"
+    assert text in asked
+    assert len(asked) == len(set(asked)), f"a text's script was counted more than once: {asked}"
 
 
 def _neutralised_ungated(text: str, placeholder: str, drop_shapes: bool) -> str:

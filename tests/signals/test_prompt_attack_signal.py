@@ -58,13 +58,13 @@ class StubThresholds:
     def sure(self, length: int) -> float:
         return self.short_high if length < self.short_chars and self.short_high is not None else self.high
 
-    def sure_for(self, text: str, override: float | None = None) -> float:
-        if self.script_high is not None and not self.head_reads(text):
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float:
+        if self.script_high is not None and not self.head_reads(text, latin):
             return self.script_high
         return self.sure(len(text)) if override is None else override
 
-    def head_reads(self, text: str) -> bool:
-        return self.head_scripts == "any" or text.isascii()
+    def head_reads(self, text: str, latin: bool | None = None) -> bool:
+        return self.head_scripts == "any" or (text.isascii() if latin is None else latin)
 
 
 @dataclass
