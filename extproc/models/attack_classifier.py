@@ -518,17 +518,18 @@ class AttackClassifier:
         return AttackVerdict(s >= self.thresholds.decision, "embedding", p, s)
 
 
-def lexical_scores(classifiers: Sequence[AttackClassifier], text: str) -> list[float]:
+def lexical_scores(classifiers: Sequence[AttackClassifier], text: str, latin: bool | None = None) -> list[float]:
     """Each classifier's lexical probability of `text`. Outputs of one weights folder share their
-    feature config: on the C kernel the text is normalised and cut once for all of them."""
+    feature config: on the C kernel the text is normalised and cut once for all of them, and its
+    script counted once (`latin`: `mostly_latin(text)` where the caller has it already)."""
     if not classifiers:
         return []
     first = classifiers[0]
     if first.backend != "c" or any(c.config != first.config or c.backend != "c" for c in classifiers[1:]):
         return [c.lexical_score(text) for c in classifiers]
     lowered, cased = bounded_pair(text, first.config)
-    # The text's script, counted once for every output (not once per output and check).
-    latin = mostly_latin(text) if any(c.reads_script for c in classifiers) else True
+    if latin is None:
+        latin = mostly_latin(text) if any(c.reads_script for c in classifiers) else True
     return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased, c.uses_script_model(text, latin))) for c in classifiers]
 
 

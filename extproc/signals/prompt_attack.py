@@ -299,27 +299,46 @@ class PromptAttackModel(Protocol):
     def thresholds(self, label: str) -> OutputThresholds: ...
     def lexical_scores(self, text: str) -> Sequence[float]: ...
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> Sequence[float]: ...
+    # Is `text` mostly in Latin letters (what `head_reads` / `sure_for` take as `latin`)? Counted once
+    # a text for the lexical scores and every output's checks of it.
+    def latin(self, text: str) -> bool: ...
 
 
 class AttackClassifierAdapter:
     """The outputs of `extproc.models.attack_classifier` (one `AttackClassifier` each, sharing a
     feature config) seen as a `PromptAttackModel` (uncached: `PromptAttackCascade` caches)."""
 
-    def __init__(self, outputs: Mapping[str, Any]) -> None:
+    def __init__(self, outputs: Mapping[str, Any], cache_size: int = 4096) -> None:
         if not outputs:
             raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the weights hold no output")
         self.outputs = dict(outputs)
         self.labels: tuple[str, ...] = tuple(self.outputs)
         self._classifiers = list(self.outputs.values())
+        self._reads_script = any(c.reads_script for c in self._classifiers)
+        # Each non-ASCII text's script, by text, as long as the cascade keeps its scores: the
+        # lexical scores and the signal's checks (every output's sure threshold and head) of one
+        # text count its letters once, however the texts and views of requests interleave.
+        self._scripts: LruCache[bool] = LruCache(cache_size)
 
     def thresholds(self, label: str) -> OutputThresholds:
         thresholds: OutputThresholds = self.outputs[label].thresholds
         return thresholds
 
+    def latin(self, text: str) -> bool:
+        if not self._reads_script or text.isascii():
+            return True
+        known = self._scripts.get(text)
+        if known is None:
+            from extproc.models.attack_classifier import mostly_latin
+
+            known = mostly_latin(text)
+            self._scripts.put(text, known)
+        return known
+
     def lexical_scores(self, text: str) -> tuple[float, ...]:
         from extproc.models.attack_classifier import lexical_scores
 
-        return tuple(lexical_scores(self._classifiers, text))
+        return tuple(lexical_scores(self._classifiers, text, self.latin(text)))
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
         return tuple(float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True))
@@ -350,6 +369,9 @@ class PromptAttackCascade(TwoStageCascade[tuple[float, ...]]):
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
         return tuple(self.scorer.embedding_scores(embedding, lexical))
+
+    def latin(self, text: str) -> bool:
+        return self.scorer.latin(text)
 
 
 def load_prompt_attack(directory: Path | None = None) -> PromptAttackCascade:
@@ -466,9 +488,9 @@ class PromptAttackSignal(ClassifierSignal):
         text, which carries too little evidence for the lexical stage alone, `long_high` for a
         longer one (both at least `high`), or the spec's threshold where it is the deciding
         stage's (`overridable`: the lexical stage alone; not for texts decided at `script_high`).
-        `latin`: `scripts_of(texts)` where the caller has it already."""
+        `latin`: `scripts_of(model, texts)` where the caller has it already."""
         out: dict[str, list[float]] = {}
-        latin = scripts_of(texts) if latin is None else latin
+        latin = scripts_of(model, texts) if latin is None else latin
         for output, name in zip(self.outputs, self.names, strict=True):
             override = self.override(name) if overridable else None
             thresholds = model.thresholds(output)
@@ -518,7 +540,7 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
         scores = [model.lexical_scores(t.text) for t in texts]
         names = super().label_names()
         probs = self.rows(scores)
-        latin = scripts_of(texts)
+        latin = scripts_of(model, texts)
         sure = self.sure_thresholds(model, texts, overridable=True, latin=latin)
         limits: dict[str, float | Sequence[float]] = dict(sure)
         for output, name in zip(self.outputs, self.names, strict=True):
@@ -546,11 +568,9 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
         return Evaluation(evaluation.matched, evaluation.score, labels, evaluation.evidence)
 
 
-def scripts_of(texts: Sequence[Text]) -> list[bool]:
-    """Each text's `mostly_latin`, counted once for every output's checks of it."""
-    from extproc.models.attack_classifier import mostly_latin
-
-    return [mostly_latin(t.text) for t in texts]
+def scripts_of(model: PromptAttackModel, texts: Sequence[Text]) -> list[bool]:
+    """Each text's script (`model.latin`), once for every output's checks of it."""
+    return [model.latin(t.text) for t in texts]
 
 
 def unsure_label(name: str) -> str:
@@ -603,7 +623,7 @@ class PromptAttackCascadeSignal(PromptAttackSignal):
         if not texts:
             return Evaluation(matched=False)
         lexical = [model.lexical_scores(t.text) for t in texts]
-        latin = scripts_of(texts)
+        latin = scripts_of(model, texts)
         sure = self.sure_thresholds(model, texts, overridable=False, latin=latin)
         thresholds = [model.thresholds(o) for o in self.outputs]
         lows = [t.low for t in thresholds]

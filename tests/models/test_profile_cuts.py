@@ -75,25 +75,33 @@ def test_lexical_scores_count_a_texts_script_once_for_every_output(monkeypatch: 
         assert asked == texts  # once a text, not once per output
     else:
         assert asked == []
+    # The caller's answer is taken as given: a text said to be Latin is scored by the Latin model.
+    asked.clear()
+    as_latin = [attack_classifier.lexical_scores(outputs, t, latin=True) for t in texts]
+    assert asked == []
+    assert as_latin[1] == expected[1] and as_latin[3] == expected[3]  # Latin texts: the same scores
 
 
 def test_the_lexical_signal_counts_each_texts_script_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The default policy's lexical classifier on a request: every text (and view) it judges has its
-    script counted once, however many outputs and checks (sure threshold, head reads) read it."""
+    script counted once, for its lexical scores and every output's checks (sure threshold, head
+    reads), and not again when the text comes back (a chat re-sends its earlier turns)."""
     from extproc.protocol.openai import parse_request
     from extproc.router import Router
     from extproc.settings import Settings
 
     router = Router.from_settings(Settings.load(None, environ={}))
     signal = router.policy.signals["attack_fast"]
-    text = "Переведи на английский: доброе утро, как дела? Потом объясни грамматику."
+    text = "Переведи на английский: доброе утро, как дела? Потом объясни грамматику. Спасибо большое."
     request = parse_request(json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode())
-    before = signal.compute(request)  # warms the lexical scores' cache: what is left is the signal's own
     asked = _counting_mostly_latin(monkeypatch)
-    assert signal.compute(request) == before
+    first = signal.compute(request)
     assert asked, "the policy's classifier no longer reads scripts: this test checks nothing"
     assert text in asked
     assert len(asked) == len(set(asked)), f"a text's script was counted more than once: {asked}"
+    counted = len(asked)
+    assert signal.compute(request) == first
+    assert len(asked) == counted  # the same text again: its script is known
 
 
 def _neutralised_ungated(text: str, placeholder: str, drop_shapes: bool) -> str:

@@ -98,6 +98,9 @@ class StubAttack:
     def lexical_scores(self, text: str) -> tuple[float, ...]:
         return (self.lexical_score(text),) * len(self.labels)
 
+    def latin(self, text: str) -> bool:
+        return text.isascii()  # as `StubThresholds.head_reads` counts it
+
     def embedding_scores(self, embedding: Any, lexical: Sequence[float]) -> tuple[float, ...]:
         assert np.asarray(embedding).shape == (384,)
         self.head_calls.append(lexical[0])
@@ -558,6 +561,7 @@ def test_the_shipped_cascade_scores_each_text_once() -> None:
     class Inner:
         thresholds = SimpleNamespace(low=0.3, high=0.8, decision=0.9)
         backend = "numpy"
+        reads_script = False
 
         def lexical_score(self, text: str) -> float:
             calls.append(text)
