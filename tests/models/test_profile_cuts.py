@@ -44,7 +44,7 @@ def test_mostly_latin_on_random_mixtures_and_repeated_asks() -> None:
     rng = random.Random(43)
     pool = "aZé中ж١½ⅫΩ_ 9\u0301ßŁ\u024f\u0250ǅ😀"
     texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
-    # Both orders, and each text twice in a row: the one-entry memo must never answer for another text.
+    # Both orders, and each text twice in a row: an answer never depends on the text asked before.
     for text in [*texts, *reversed(texts)]:
         expected = mostly_latin_by_letter(text)
         assert mostly_latin(text) is expected
