@@ -102,23 +102,15 @@ _OUTSIDE_LATIN = re.compile(r"[^\x00-\u024f]+")  # \u024f: _LATIN_END - 1
 _INSIDE_LATIN = re.compile(r"[\x00-\u024f]+")
 
 
-# The last non-ASCII text asked about and its answer: one request asks of the same text once per
-# output and per check (the script model, the head's scripts). One entry: at most one text kept.
-_LAST_ASKED: tuple[str, bool] = ("", True)
-
-
 def mostly_latin(text: str) -> bool:
-    """True when at least half of the text's letters are Latin (ASCII text always is)."""
-    global _LAST_ASKED
+    """True when at least half of the text's letters are Latin (ASCII text always is).
+
+    Uncached: a caller that needs the answer for several outputs or checks of one text computes it
+    once and passes it on (`latin=` of `head_reads`, `sure_for`, `uses_script_model`)."""
     if text.isascii():
         return True
-    asked, answer = _LAST_ASKED
-    if asked == text:
-        return answer
     other = sum(map(str.isalpha, "".join(_OUTSIDE_LATIN.findall(text))))
-    answer = other == 0 or sum(map(str.isalpha, "".join(_INSIDE_LATIN.findall(text)))) >= other
-    _LAST_ASKED = (text, answer)
-    return answer
+    return other == 0 or sum(map(str.isalpha, "".join(_INSIDE_LATIN.findall(text)))) >= other
 
 
 def mostly_latin_by_letter(text: str) -> bool:
@@ -186,9 +178,12 @@ class Thresholds:
         if self.head_scripts not in HEAD_SCRIPTS:
             raise ValueError(f"head_scripts must be one of {', '.join(HEAD_SCRIPTS)}, got {self.head_scripts!r}")
 
-    def head_reads(self, text: str) -> bool:
-        """May the embedding stage judge `text`? (See `head_scripts`.)"""
-        return self.head_scripts == "any" or mostly_latin(text)
+    def head_reads(self, text: str, latin: bool | None = None) -> bool:
+        """May the embedding stage judge `text`? (See `head_scripts`.) `latin`: `mostly_latin(text)`
+        where the caller has it already."""
+        if self.head_scripts == "any":
+            return True
+        return mostly_latin(text) if latin is None else latin
 
     def sure(self, length: int) -> float:
         """The lexical probability at or above which a text of `length` characters is decided
@@ -197,12 +192,13 @@ class Thresholds:
             return self.high if self.short_high is None else self.short_high
         return self.high if self.long_high is None else self.long_high
 
-    def sure_for(self, text: str, override: float | None = None) -> float:
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float:
         """The sure threshold of `text`: `script_high` when the embedding stage may not read it,
         else `override` (a policy's threshold) when given, else `sure(len(text))`. A policy's
         threshold is a bar for the texts the head reads: the others' bar is chosen on their own
-        benign texts (and scored by their own lexical model where the weights carry one)."""
-        if self.script_high is not None and not self.head_reads(text):
+        benign texts (and scored by their own lexical model where the weights carry one).
+        `latin`: `mostly_latin(text)` where the caller has it already."""
+        if self.script_high is not None and not self.head_reads(text, latin):
             return self.script_high
         return self.sure(len(text)) if override is None else override
 
@@ -359,9 +355,15 @@ class AttackClassifier:
             table = self._kernel_args[1]
             self._script_kernel_args = (self.script_weights, table, self.script_bias, *self._kernel_args[3:])
 
-    def uses_script_model(self, text: str) -> bool:
-        """Is `text` scored by the other scripts' lexical model (one the embedding stage may not read)?"""
-        return self.script_weights is not None and not self.thresholds.head_reads(text)
+    def uses_script_model(self, text: str, latin: bool | None = None) -> bool:
+        """Is `text` scored by the other scripts' lexical model (one the embedding stage may not read)?
+        `latin`: `mostly_latin(text)` where the caller has it already."""
+        return self.script_weights is not None and not self.thresholds.head_reads(text, latin)
+
+    @property
+    def reads_script(self) -> bool:
+        """Does a text's script (`mostly_latin`) change how this output scores or decides it?"""
+        return self.thresholds.head_scripts != "any"
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -505,9 +507,10 @@ class AttackClassifier:
         p = self.lexical_score(text)
         if p < self.thresholds.low:
             return AttackVerdict(False, "lexical", p, p)
-        if p >= self.thresholds.sure_for(text):
+        latin = mostly_latin(text) if self.reads_script else True
+        if p >= self.thresholds.sure_for(text, latin=latin):
             return AttackVerdict(True, "lexical", p, p)
-        if not self.thresholds.head_reads(text):
+        if not self.thresholds.head_reads(text, latin):
             return AttackVerdict(False, "lexical", p, p)
         if embed is None:
             return AttackVerdict(None, "embedding", p, p)
@@ -515,16 +518,19 @@ class AttackClassifier:
         return AttackVerdict(s >= self.thresholds.decision, "embedding", p, s)
 
 
-def lexical_scores(classifiers: Sequence[AttackClassifier], text: str) -> list[float]:
+def lexical_scores(classifiers: Sequence[AttackClassifier], text: str, latin: bool | None = None) -> list[float]:
     """Each classifier's lexical probability of `text`. Outputs of one weights folder share their
-    feature config: on the C kernel the text is normalised and cut once for all of them."""
+    feature config: on the C kernel the text is normalised and cut once for all of them, and its
+    script counted once (`latin`: `mostly_latin(text)` where the caller has it already)."""
     if not classifiers:
         return []
     first = classifiers[0]
     if first.backend != "c" or any(c.config != first.config or c.backend != "c" for c in classifiers[1:]):
         return [c.lexical_score(text) for c in classifiers]
     lowered, cased = bounded_pair(text, first.config)
-    return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased, c.uses_script_model(text))) for c in classifiers]
+    if latin is None:
+        latin = mostly_latin(text) if any(c.reads_script for c in classifiers) else True
+    return [_sigmoid(c.kernel_logit_of_bounded(lowered, cased, c.uses_script_model(text, latin))) for c in classifiers]
 
 
 def load_outputs(directory: Path | None = None, backend: LexicalBackend | None = None) -> dict[str, AttackClassifier]:

@@ -285,8 +285,9 @@ class OutputThresholds(Protocol):
     def high(self) -> float: ...
     @property
     def decision(self) -> float: ...
-    def sure_for(self, text: str, override: float | None = None) -> float: ...
-    def head_reads(self, text: str) -> bool: ...
+    # `latin`: the text's `mostly_latin`, counted once by the caller for every output (None: count it).
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float: ...
+    def head_reads(self, text: str, latin: bool | None = None) -> bool: ...
 
 
 class PromptAttackModel(Protocol):
@@ -298,27 +299,46 @@ class PromptAttackModel(Protocol):
     def thresholds(self, label: str) -> OutputThresholds: ...
     def lexical_scores(self, text: str) -> Sequence[float]: ...
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> Sequence[float]: ...
+    # Is `text` mostly in Latin letters (what `head_reads` / `sure_for` take as `latin`)? Counted once
+    # a text for the lexical scores and every output's checks of it.
+    def latin(self, text: str) -> bool: ...
 
 
 class AttackClassifierAdapter:
     """The outputs of `extproc.models.attack_classifier` (one `AttackClassifier` each, sharing a
     feature config) seen as a `PromptAttackModel` (uncached: `PromptAttackCascade` caches)."""
 
-    def __init__(self, outputs: Mapping[str, Any]) -> None:
+    def __init__(self, outputs: Mapping[str, Any], cache_size: int = 4096) -> None:
         if not outputs:
             raise ModelUnavailable(f"{BUILTIN_PROMPT_ATTACK}: the weights hold no output")
         self.outputs = dict(outputs)
         self.labels: tuple[str, ...] = tuple(self.outputs)
         self._classifiers = list(self.outputs.values())
+        self._reads_script = any(c.reads_script for c in self._classifiers)
+        # Each non-ASCII text's script, by text, as long as the cascade keeps its scores: the
+        # lexical scores and the signal's checks (every output's sure threshold and head) of one
+        # text count its letters once, however the texts and views of requests interleave.
+        self._scripts: LruCache[bool] = LruCache(cache_size)
 
     def thresholds(self, label: str) -> OutputThresholds:
         thresholds: OutputThresholds = self.outputs[label].thresholds
         return thresholds
 
+    def latin(self, text: str) -> bool:
+        if not self._reads_script or text.isascii():
+            return True
+        known = self._scripts.get(text)
+        if known is None:
+            from extproc.models.attack_classifier import mostly_latin
+
+            known = mostly_latin(text)
+            self._scripts.put(text, known)
+        return known
+
     def lexical_scores(self, text: str) -> tuple[float, ...]:
         from extproc.models.attack_classifier import lexical_scores
 
-        return tuple(lexical_scores(self._classifiers, text))
+        return tuple(lexical_scores(self._classifiers, text, self.latin(text)))
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
         return tuple(float(c.embedding_score(embedding, p)) for c, p in zip(self._classifiers, lexical, strict=True))
@@ -349,6 +369,9 @@ class PromptAttackCascade(TwoStageCascade[tuple[float, ...]]):
 
     def embedding_scores(self, embedding: FloatArray, lexical: Sequence[float]) -> tuple[float, ...]:
         return tuple(self.scorer.embedding_scores(embedding, lexical))
+
+    def latin(self, text: str) -> bool:
+        return self.scorer.latin(text)
 
 
 def load_prompt_attack(directory: Path | None = None) -> PromptAttackCascade:
@@ -454,17 +477,24 @@ class PromptAttackSignal(ClassifierSignal):
         return out
 
     def sure_thresholds(
-        self, model: PromptAttackModel, texts: Sequence[Text], *, overridable: bool
+        self,
+        model: PromptAttackModel,
+        texts: Sequence[Text],
+        *,
+        overridable: bool,
+        latin: Sequence[bool] | None = None,
     ) -> dict[str, list[float]]:
         """Each policy label's lexical sure threshold per text: the weights' `short_high` for a short
         text, which carries too little evidence for the lexical stage alone, `long_high` for a
         longer one (both at least `high`), or the spec's threshold where it is the deciding
-        stage's (`overridable`: the lexical stage alone; not for texts decided at `script_high`)."""
+        stage's (`overridable`: the lexical stage alone; not for texts decided at `script_high`).
+        `latin`: `scripts_of(model, texts)` where the caller has it already."""
         out: dict[str, list[float]] = {}
+        latin = scripts_of(model, texts) if latin is None else latin
         for output, name in zip(self.outputs, self.names, strict=True):
             override = self.override(name) if overridable else None
             thresholds = model.thresholds(output)
-            out[name] = [thresholds.sure_for(t.text, override) for t in texts]
+            out[name] = [thresholds.sure_for(t.text, override, read) for t, read in zip(texts, latin, strict=True)]
         return out
 
     def rows(self, scores: Sequence[Sequence[float]]) -> list[dict[str, float]]:
@@ -510,7 +540,8 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
         scores = [model.lexical_scores(t.text) for t in texts]
         names = super().label_names()
         probs = self.rows(scores)
-        sure = self.sure_thresholds(model, texts, overridable=True)
+        latin = scripts_of(model, texts)
+        sure = self.sure_thresholds(model, texts, overridable=True, latin=latin)
         limits: dict[str, float | Sequence[float]] = dict(sure)
         for output, name in zip(self.outputs, self.names, strict=True):
             unsure = unsure_label(name)
@@ -520,7 +551,7 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
                 p = row[name]
                 # A text is unsure for this label between `low` and its sure threshold, where the
                 # embedding stage may judge it (else the lexical stage's no stands).
-                row[unsure] = p if p < sure[name][i] and thresholds.head_reads(texts[i].text) else 0.0
+                row[unsure] = p if p < sure[name][i] and thresholds.head_reads(texts[i].text, latin[i]) else 0.0
         evaluation = summarize(
             self.spec,
             [*names, *map(unsure_label, names)],
@@ -535,6 +566,11 @@ class PromptAttackLexicalSignal(PromptAttackSignal):
             if name in labels:
                 labels.pop(unsure_label(name), None)
         return Evaluation(evaluation.matched, evaluation.score, labels, evaluation.evidence)
+
+
+def scripts_of(model: PromptAttackModel, texts: Sequence[Text]) -> list[bool]:
+    """Each text's script (`model.latin`), once for every output's checks of it."""
+    return [model.latin(t.text) for t in texts]
 
 
 def unsure_label(name: str) -> str:
@@ -587,14 +623,15 @@ class PromptAttackCascadeSignal(PromptAttackSignal):
         if not texts:
             return Evaluation(matched=False)
         lexical = [model.lexical_scores(t.text) for t in texts]
-        sure = self.sure_thresholds(model, texts, overridable=False)
+        latin = scripts_of(model, texts)
+        sure = self.sure_thresholds(model, texts, overridable=False, latin=latin)
         thresholds = [model.thresholds(o) for o in self.outputs]
         lows = [t.low for t in thresholds]
         # Per output and text: decided by the lexical stage (sure, cleared, or a text the embedding
         # stage may not judge), or unsure.
         unsure_of = [
             [
-                lows[k] <= lexical[i][k] < sure[name][i] and thresholds[k].head_reads(texts[i].text)
+                lows[k] <= lexical[i][k] < sure[name][i] and thresholds[k].head_reads(texts[i].text, latin[i])
                 for i in range(len(texts))
             ]
             for k, name in enumerate(self.names)

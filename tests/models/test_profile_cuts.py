@@ -6,6 +6,7 @@ fixed texts, including the texts that would expose a wrong shortcut.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -43,17 +44,64 @@ def test_mostly_latin_on_random_mixtures_and_repeated_asks() -> None:
     rng = random.Random(43)
     pool = "aZé中ж١½ⅫΩ_ 9\u0301ßŁ\u024f\u0250ǅ😀"
     texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
-    # Both orders, and each text twice in a row: the one-entry memo must never answer for another text.
+    # Both orders, and each text twice in a row: an answer never depends on the text asked before.
     for text in [*texts, *reversed(texts)]:
         expected = mostly_latin_by_letter(text)
         assert mostly_latin(text) is expected
         assert mostly_latin(text) is expected
 
 
-def test_mostly_latin_memo_holds_one_text_and_its_own_answer() -> None:
-    latin, other = "Ωa café", "Ωa ΩΩΩ"  # same length, opposite answers
-    assert mostly_latin(latin) and not mostly_latin(other) and mostly_latin(latin)
-    assert (latin, True) == attack_classifier._LAST_ASKED
+def _counting_mostly_latin(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every text `attack_classifier.mostly_latin` is asked about (the answer unchanged)."""
+    asked: list[str] = []
+    original = attack_classifier.mostly_latin
+
+    def counting(text: str) -> bool:
+        asked.append(text)
+        return original(text)
+
+    monkeypatch.setattr(attack_classifier, "mostly_latin", counting)
+    return asked
+
+
+def test_lexical_scores_count_a_texts_script_once_for_every_output(monkeypatch: pytest.MonkeyPatch) -> None:
+    outputs = list(attack_classifier.load_outputs().values())
+    texts = ["Напиши стихотворение о море", "Écris un poème sur l'été", "请帮我写一封感谢信给我的老师。", "plain"]
+    expected = [[c.lexical_score(t) for c in outputs] for t in texts]
+    asked = _counting_mostly_latin(monkeypatch)
+    got = [attack_classifier.lexical_scores(outputs, t) for t in texts]
+    assert got == expected  # the same model per text as each output scoring alone
+    if any(c.reads_script for c in outputs):
+        assert asked == texts  # once a text, not once per output
+    else:
+        assert asked == []
+    # The caller's answer is taken as given: a text said to be Latin is scored by the Latin model.
+    asked.clear()
+    as_latin = [attack_classifier.lexical_scores(outputs, t, latin=True) for t in texts]
+    assert asked == []
+    assert as_latin[1] == expected[1] and as_latin[3] == expected[3]  # Latin texts: the same scores
+
+
+def test_the_lexical_signal_counts_each_texts_script_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default policy's lexical classifier on a request: every text (and view) it judges has its
+    script counted once, for its lexical scores and every output's checks (sure threshold, head
+    reads), and not again when the text comes back (a chat re-sends its earlier turns)."""
+    from extproc.protocol.openai import parse_request
+    from extproc.router import Router
+    from extproc.settings import Settings
+
+    router = Router.from_settings(Settings.load(None, environ={}))
+    signal = router.policy.signals["attack_fast"]
+    text = "Переведи на английский: доброе утро, как дела? Потом объясни грамматику. Спасибо большое."
+    request = parse_request(json.dumps({"model": "auto", "messages": [{"role": "user", "content": text}]}).encode())
+    asked = _counting_mostly_latin(monkeypatch)
+    first = signal.compute(request)
+    assert asked, "the policy's classifier no longer reads scripts: this test checks nothing"
+    assert text in asked
+    assert len(asked) == len(set(asked)), f"a text's script was counted more than once: {asked}"
+    counted = len(asked)
+    assert signal.compute(request) == first
+    assert len(asked) == counted  # the same text again: its script is known
 
 
 def _neutralised_ungated(text: str, placeholder: str, drop_shapes: bool) -> str:

@@ -58,13 +58,13 @@ class StubThresholds:
     def sure(self, length: int) -> float:
         return self.short_high if length < self.short_chars and self.short_high is not None else self.high
 
-    def sure_for(self, text: str, override: float | None = None) -> float:
-        if self.script_high is not None and not self.head_reads(text):
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float:
+        if self.script_high is not None and not self.head_reads(text, latin):
             return self.script_high
         return self.sure(len(text)) if override is None else override
 
-    def head_reads(self, text: str) -> bool:
-        return self.head_scripts == "any" or text.isascii()
+    def head_reads(self, text: str, latin: bool | None = None) -> bool:
+        return self.head_scripts == "any" or (text.isascii() if latin is None else latin)
 
 
 @dataclass
@@ -97,6 +97,9 @@ class StubAttack:
 
     def lexical_scores(self, text: str) -> tuple[float, ...]:
         return (self.lexical_score(text),) * len(self.labels)
+
+    def latin(self, text: str) -> bool:
+        return text.isascii()  # as `StubThresholds.head_reads` counts it
 
     def embedding_scores(self, embedding: Any, lexical: Sequence[float]) -> tuple[float, ...]:
         assert np.asarray(embedding).shape == (384,)
@@ -558,6 +561,7 @@ def test_the_shipped_cascade_scores_each_text_once() -> None:
     class Inner:
         thresholds = SimpleNamespace(low=0.3, high=0.8, decision=0.9)
         backend = "numpy"
+        reads_script = False
 
         def lexical_score(self, text: str) -> float:
             calls.append(text)
