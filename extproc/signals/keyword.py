@@ -25,8 +25,9 @@ characters: for patterns whose cost per character is high and whose target (a sh
 at either end of a message, a hostile megabyte costs what a page does.
 
 `join_abbreviations: true` reads the dots of an abbreviation as part of it, not as full stops:
-"K.O.-Tropfen", "z.B.", "e.g." and "Dr." lose their dots before the keywords (and the stem gate)
-read the text, so patterns that stop at a sentence's end ("[^.?!]") do not cut a request there.
+"K.O.-Tropfen", "z.B.", "e.g." and "Dr." lose their dots before the keywords read the text, so
+patterns that stop at a sentence's end ("[^.?!]") do not cut a request there. The stem gate reads
+the text as written: a stem must not need the dots dropped ("tropfen", not "ko-tropfen").
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
@@ -152,10 +153,10 @@ class KeywordSignal(Signal):
 
     def found(self, text: str) -> list[str]:
         """The keywords present in `text`, in policy order."""
-        if self.spec.join_abbreviations:
-            text = join_abbreviations(text)
         if self._prefilter is not None and not self._prefilter.admits(text):
             return []
+        if self.spec.join_abbreviations:  # after the gate: most texts never pay for it
+            text = join_abbreviations(text)
         if self._needles is not None:
             haystack = text.casefold() if self._fold else text
             return [
