@@ -63,6 +63,7 @@ def join_abbreviations(text: str) -> str:
         return text
     return _ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), text)
 
+
 _NAMED = re.compile(r"\(\?#([^)]+)\)")
 
 
