@@ -24,6 +24,11 @@ patterns need but the list lacks loses those matches: list every word a pattern 
 characters: for patterns whose cost per character is high and whose target (a short request) sits
 at either end of a message, a hostile megabyte costs what a page does.
 
+`join_abbreviations: true` reads the dots of an abbreviation as part of it, not as full stops:
+"K.O.-Tropfen", "z.B.", "e.g." and "Dr." lose their dots before the keywords read the text, so
+patterns that stop at a sentence's end ("[^.?!]") do not cut a request there. The stem gate reads
+the text as written: a stem must not need the dots dropped ("tropfen", not "ko-tropfen").
+
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
 """
@@ -42,6 +47,23 @@ from extproc.protocol.request import RoutingRequest
 from extproc.signals.base import Evaluation, Signal, TextSignalSpec
 
 _MAX_EVIDENCE = 20
+# Letters joined by dots ("K.O.", "z.B.", "e.g", "U.S.A."), and a few titles and Latin or German
+# shorthands written with one dot before a space ("Dr. Meier", "bzw. ", "etc. "): their dots end no
+# sentence. Digits are left alone ("3.5" and "v2.1" are not words a pattern reads).
+_ABBREVIATION = re.compile(
+    r"(?<![\w.])[^\W\d_](?:\.[^\W\d_])+\.?(?![\w])"
+    r"|(?<![\w.])(?:mrs?|ms|dr|drs?a?|prof|st|vs|etc|sra?|srta|bzw|usw|ca|nr|evtl|ggf|sog|inkl|mme|mlle|cf|approx)\.(?=\s)",
+    re.IGNORECASE,
+)
+
+
+def join_abbreviations(text: str) -> str:
+    """`text` with the dots of its abbreviations dropped ("K.O.-Tropfen" -> "KO-Tropfen")."""
+    if "." not in text:
+        return text
+    return _ABBREVIATION.sub(lambda m: m.group(0).replace(".", ""), text)
+
+
 _NAMED = re.compile(r"\(\?#([^)]+)\)")
 
 
@@ -61,6 +83,7 @@ class KeywordSpec(TextSignalSpec):
     views: list[Literal["reader"]] = Field(default_factory=list)  # also read the text as a reader sees it
     prefilter: list[str] = Field(default_factory=list)  # stems a text must hold before the keywords are searched
     max_chars: int | None = Field(default=None, ge=2)  # read only the first and last max_chars / 2 characters
+    join_abbreviations: bool = False  # an abbreviation's dots ("K.O.", "z.B.") are no sentence ends
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -133,6 +156,8 @@ class KeywordSignal(Signal):
         """The keywords present in `text`, in policy order."""
         if self._prefilter is not None and not self._prefilter.admits(text):
             return []
+        if self.spec.join_abbreviations:  # after the gate: most texts never pay for it
+            text = join_abbreviations(text)
         if self._needles is not None:
             haystack = text.casefold() if self._fold else text
             return [

@@ -172,3 +172,25 @@ def test_bad_regex_is_fine_as_a_literal() -> None:
 def test_case_folding_beyond_ascii() -> None:
     assert signal(keywords=["straße"]).compute(user("STRASSE gesperrt")).matched
     assert not signal(keywords=["straße"], case_sensitive=True).compute(user("STRASSE gesperrt")).matched
+
+
+def test_join_abbreviations_keeps_an_abbreviation_inside_its_sentence() -> None:
+    """A pattern that stops at a full stop reads "K.O.-Tropfen" and "z.B." as words when asked to,
+    and still stops at a real sentence end; without the option the dots cut the sentence."""
+    one_sentence = r"wie\b[^.?!\n]*\bko-tropfen\b[^.?!\n]*\bgetränk"
+    joined = signal(keywords=[one_sentence], regex=True, whole_word=False, join_abbreviations=True)
+    plain = signal(keywords=[one_sentence], regex=True, whole_word=False)
+    assert joined.compute(user("Wie kann ich K.O.-Tropfen in ihr Getränk mischen?")).matched
+    assert not plain.compute(user("Wie kann ich K.O.-Tropfen in ihr Getränk mischen?")).matched
+    assert joined.compute(user("Wie mische ich z.B. KO-Tropfen in ein Getränk?")).matched
+    assert joined.compute(user("Wie geht es Dr. Meier mit KO-Tropfen im Getränk?")).matched
+    assert not joined.compute(user("Wie schütze ich mich? KO-Tropfen sind in einem Getränk kaum zu schmecken.")).matched
+    assert not joined.compute(user("Wie alt bist du. KO-Tropfen im Getränk sind gefährlich.")).matched
+
+
+def test_join_abbreviations_leaves_numbers_and_plain_sentence_ends() -> None:
+    from extproc.signals.keyword import join_abbreviations
+
+    assert join_abbreviations("K.O.-Tropfen, e.g. this, U.S.A. Dr. Who") == "KO-Tropfen, eg this, USA Dr Who"
+    assert join_abbreviations("Version 3.5, file.txt. He left. A. B.") == "Version 3.5, file.txt. He left. A. B."
+    assert join_abbreviations("no dots here") == "no dots here"
