@@ -51,16 +51,24 @@ browser:
 # directories (models, policy, signals, ...) on TEST_WORKERS pytest-xdist workers, one file per
 # worker at a time (module fixtures stay whole); then, one test at a time, everything else: the
 # tests that start Envoy, servers and stacks, whose timeouts assume the machine is not shared.
-# A new directory runs in the second, serial run unless it is listed here.
+# A new directory runs in the second, serial run unless it is listed here. PARALLEL_FILES: files of
+# the other directories that are just as in-process (they start no Envoy, server or stack, and time
+# nothing): renders, manifests, docs and import checks, the CLI commands, one router's regressions.
+# A test added to one of them that serves or times something belongs in another file.
 TEST_WORKERS ?= 2
-PARALLEL_TESTS := tests/agents tests/cache tests/conversations tests/corpus tests/detectors \
-	tests/models tests/policy tests/protocol tests/signals tests/tools
+PARALLEL_TESTS := tests/agents tests/bench tests/cache tests/cli tests/conversations tests/corpus \
+	tests/detectors tests/models tests/policy tests/protocol tests/signals tests/tools
+PARALLEL_FILES := tests/hardening/test_core_regressions.py \
+	tests/observability/test_decision_log.py tests/observability/test_decision_row.py \
+	tests/ops/test_dashboards.py tests/ops/test_deploy.py tests/ops/test_envoy_config.py \
+	tests/ops/test_mesh_manifests.py \
+	tests/package/test_docs.py tests/package/test_layers.py tests/package/test_sizes.py
 
 test: $(TEST_STAMP) browser
 	$(BIN)/ruff check extproc tests
 	$(BIN)/mypy extproc
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile $(PARALLEL_TESTS)
-	$(BIN)/pytest -q $(foreach d,$(PARALLEL_TESTS),--ignore=$(d))
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile $(PARALLEL_TESTS) $(PARALLEL_FILES)
+	$(BIN)/pytest -q $(foreach d,$(PARALLEL_TESTS) $(PARALLEL_FILES),--ignore=$(d))
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check extproc tests

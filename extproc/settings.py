@@ -239,6 +239,10 @@ class OcrSettings(_Section):
     # larger ones give it back, and the next large image pays to fault its buffers in again
     # (docs/running.md). Raise it (2.5 covers the 1600 px `max_side`) where memory is spare.
     det_arena_keep_mp: float = Field(default=1.0, ge=0, le=64)
+    # Text-line widths (pixels) the recognizer runs once at load, so that no request pays for
+    # preparing an input shape; 0 prepares none (a faster start: the test suite's routers and
+    # stacks), and the first line of each width then pays instead (docs/running.md).
+    warm_width: int = Field(default=1600, ge=0, le=4096)
 
 
 class EmbedderSettings(_Section):

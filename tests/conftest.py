@@ -45,11 +45,17 @@ from extproc.signals.base import (
 )
 from extproc.signals.registry import SignalCatalog, SignalType
 from extproc.testing.tiny_siglip import build_tiny_siglip, build_tiny_siglip2
+from tests.suite_env import SUITE_ENVIRON
+
+# The servers of the stacks the tests start, and the CLI commands they run in-process, read the
+# process environment: they get the suite's settings too (tests/suite_env.py says why).
+for _name, _value in SUITE_ENVIRON.items():
+    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings.load(None, environ={})
+    return Settings.load(None, environ=SUITE_ENVIRON)
 
 
 @pytest.fixture
@@ -284,7 +290,7 @@ def make_router() -> Iterator[Callable[..., Router]]:
     routers: list[Router] = []
 
     def build(body: str, settings: Settings | None = None, *, base: str = BASE) -> Router:
-        settings = settings or Settings.load(None, environ={})
+        settings = settings or Settings.load(None, environ=SUITE_ENVIRON)
         executor = HeavyExecutor(1, None)
         ctx = BuildContext(settings=settings, executor=executor, models=ModelRegistry())
         try:
@@ -406,7 +412,7 @@ def policy_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def router(policy_file: Path) -> Iterator[Router]:
     """A router over `policy_file`, closed at teardown."""
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": policy_file})
+    settings = Settings.load(None, environ=SUITE_ENVIRON).model_copy(update={"policy_path": policy_file})
     built = Router.from_settings(settings)
     yield built
     built.close()

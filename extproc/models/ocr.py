@@ -604,12 +604,18 @@ def tuning_from_settings(settings: OcrSettings) -> OcrTuning:
     """The OCR tuning the settings ask for: `ocr.preset` ("fast", or "legacy": the first wave's
     rapidocr settings), `ocr.runtime` (auto: OpenVINO when installed, else onnxruntime),
     `ocr.det_precision` (int8: the shipped int8 detector on onnxruntime), `ocr.text_gate`
-    (the cheap first look; off: every image gets full OCR) and `ocr.det_arena_keep_mp` (the
-    largest detection, in units of 2**20 pixels, that keeps onnxruntime's arena)."""
+    (the cheap first look; off: every image gets full OCR), `ocr.det_arena_keep_mp` (the
+    largest detection, in units of 2**20 pixels, that keeps onnxruntime's arena) and
+    `ocr.warm_width` (recognition widths run once at load; the legacy preset warms none)."""
     if settings.preset == "legacy":
         return OcrTuning.legacy()
     keep_px = round(settings.det_arena_keep_mp * 1024 * 1024)
-    tuning = OcrTuning(runtime=settings.runtime, det_precision=settings.det_precision, det_arena_keep_px=keep_px)
+    tuning = OcrTuning(
+        runtime=settings.runtime,
+        det_precision=settings.det_precision,
+        det_arena_keep_px=keep_px,
+        rec_warm_width=settings.warm_width,
+    )
     return replace(tuning, gate_scale=GATE_SCALE) if settings.text_gate else tuning
 
 

@@ -1,5 +1,5 @@
 """The local stack behind `make run` and the integration tests: demo upstreams, the ext_proc
-server and Envoy, started in that order, each waited for, stopped in reverse.
+server started together and each waited for, then Envoy; stopped in reverse.
 
 Children run in their own sessions, so a Ctrl-C reaches only this supervisor, which then
 stops Envoy first (no new requests), drains the server with SIGTERM, and stops the upstreams.
@@ -159,6 +159,9 @@ class Stack:
         python = sys.executable
         external = set(cfg.external_upstreams)
         demos = [u for u in upstreams_from_policy(cfg.policy, cfg.upstream_overrides) if u.cluster not in external]
+        # The demo servers and the ext_proc server are started together and then waited for, each:
+        # none needs another to start, and the server's model loading is most of the wait.
+        waits: list[tuple[str, Callable[[], bool]]] = []
         if cfg.demo_upstreams and demos:
             cmd = [python, "-m", "extproc", "demo-upstream", "--policy", str(cfg.policy)]
             cmd += ["--stream-delay-ms", str(cfg.stream_delay_ms)]
@@ -167,19 +170,18 @@ class Stack:
             for cluster in sorted(external):
                 cmd += ["--skip", cluster]
             self._spawn("upstream", cmd)
-            for upstream in demos:
-                self._wait(
-                    deadline, f"demo upstream {upstream.cluster}", partial(port_open, upstream.host, upstream.port)
-                )
+            waits += [(f"demo upstream {u.cluster}", partial(port_open, u.host, u.port)) for u in demos]
         if cfg.demo_upstreams:
             for server in mcp_upstreams_from_policy(cfg.policy, cfg.upstream_overrides):
                 if server.cluster in external:
                     continue
                 listen = f"{server.host}:{server.port}"
                 self._spawn(f"mcp:{server.cluster}", [python, "-m", "extproc.ops.demo_mcp", "--listen", listen])
-                self._wait(deadline, f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port))
-
-        self.start_server(deadline)
+                waits.append((f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port)))
+        self._spawn_server()
+        waits.append(("ext_proc server (gRPC health SERVING)", self.server_serving))
+        for what, probe in waits:
+            self._wait(deadline, what, probe)
 
         if cfg.envoy_config is not None:
             config_path = cfg.envoy_config
@@ -207,12 +209,15 @@ class Stack:
         """Start the ext_proc server and wait for gRPC health SERVING (also to restart it)."""
         cfg = self.config
         deadline = deadline if deadline is not None else time.monotonic() + cfg.start_timeout_s
-        env = self.server_environment()
+        self._spawn_server()
+        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+
+    def _spawn_server(self) -> None:
+        cfg = self.config
         cmd = [sys.executable, "-m", "extproc"]
         if cfg.settings_file is not None:
             cmd += ["--settings", str(cfg.settings_file)]
-        self._spawn("extproc", [*cmd, "serve"], env)
-        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+        self._spawn("extproc", [*cmd, "serve"], self.server_environment())
 
     def server_environment(self) -> dict[str, str]:
         """The VSR_* settings the ext_proc server is started with, over this process's environment."""

@@ -6,6 +6,7 @@ import pytest
 
 from extproc.errors import MalformedRequest
 from extproc.protocol.openai import parse_request
+from tests.suite_env import SUITE_ENVIRON
 
 
 def test_huge_integer_literal_is_400_not_a_crash() -> None:
@@ -34,7 +35,7 @@ async def test_lone_surrogates_survive_the_body_rewrite(text: str) -> None:
     from extproc.router import Router
     from extproc.settings import Settings
 
-    router = Router.from_settings(Settings.load(None, environ={}))
+    router = Router.from_settings(Settings.load(None, environ=SUITE_ENVIRON))
     try:
         body = ('{"model":"auto","messages":[{"role":"user","content":"' + text + '"}]}').encode()
         outcome = await router.route(body)

@@ -44,6 +44,7 @@ from extproc.router import Router
 from extproc.server import wire
 from extproc.settings import Settings
 from tests.hardening import imagegen as gen
+from tests.suite_env import SUITE_ENVIRON
 
 SCALE = max(1, int(os.environ.get("HARDENING_FUZZ_SCALE", "1")))
 STATUS = {
@@ -430,7 +431,7 @@ def test_base64_whitespace_and_padding_variants(payload: str, variant: int) -> N
 
 @pytest.fixture(scope="module")
 def router() -> Iterator[tuple[Router, asyncio.AbstractEventLoop]]:
-    settings_ = Settings.load(None, environ={})
+    settings_ = Settings.load(None, environ=SUITE_ENVIRON)
     settings_.limits.max_image_bytes = LIMITS.max_bytes
     settings_.limits.max_image_pixels = LIMITS.max_pixels
     settings_.limits.max_image_frames = LIMITS.max_frames

@@ -182,6 +182,12 @@ def test_settings_choose_the_tuning() -> None:
     assert tuning_from_settings(raised).det_arena_keep_px == round(2.5 * 1024 * 1024)
     with pytest.raises(SettingsError, match=r"ocr\.det_arena_keep_mp \(VSR_OCR__DET_ARENA_KEEP_MP\)"):
         Settings.load(None, environ={"VSR_OCR__DET_ARENA_KEEP_MP": "-1"})
+    # Warm-up widths: 1600 (every width a line is read at) unless the settings lower it; 0 warms none.
+    assert tuning_from_settings(ocr).rec_warm_width == 1600
+    cold = Settings.load(None, environ={"VSR_OCR__WARM_WIDTH": "0"}).ocr
+    assert tuning_from_settings(cold).rec_warm_width == 0
+    with pytest.raises(SettingsError, match=r"ocr\.warm_width \(VSR_OCR__WARM_WIDTH\)"):
+        Settings.load(None, environ={"VSR_OCR__WARM_WIDTH": "5000"})
     # Unknown values are refused by the settings themselves, with the field and its variable named.
     with pytest.raises(SettingsError, match=r"ocr\.preset \(VSR_OCR__PRESET\)"):
         Settings.load(None, environ={"VSR_OCR__PRESET": "turbo"})

@@ -38,6 +38,7 @@ from extproc.policy.engine import EngineResult
 from extproc.router import Router
 from extproc.settings import DecisionLogSettings, Settings
 from extproc.signals.base import SignalStatus
+from tests.suite_env import SUITE_ENVIRON
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "docker" / "observability" / "grafana-dashboard.json"
@@ -118,7 +119,7 @@ def image_chat() -> bytes:
 def exercised_metrics(workdir: Path) -> tuple[Metrics, Router]:
     policy = workdir / "policy.yaml"
     policy.write_text(POLICY)
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": policy})
+    settings = Settings.load(None, environ=SUITE_ENVIRON).model_copy(update={"policy_path": policy})
     router = Router.from_settings(settings)
     metrics = Metrics()
 

@@ -9,11 +9,12 @@ from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import Settings
 from extproc.signals.base import SignalResult
+from tests.suite_env import SUITE_ENVIRON
 
 
 def default_router() -> Router:
     """The router the default settings build (the packaged default policy, the shipped models)."""
-    return Router.from_settings(Settings.load(None, environ={}))
+    return Router.from_settings(Settings.load(None, environ=SUITE_ENVIRON))
 
 
 def route_text(router: Router, text: str) -> RoutingOutcome:

@@ -23,6 +23,7 @@ from extproc.router import Router
 from extproc.server import wire
 from extproc.settings import Settings
 from extproc.signals.base import BuildContext
+from tests.suite_env import SUITE_ENVIRON
 
 POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
 
@@ -91,7 +92,7 @@ def vision_router(shown_image: Callable[[str], bytes]) -> Iterator[tuple[Router,
 
 def _default_policy_router(models: ModelRegistry) -> Router:
     """The default policy on its own one-worker executor, with `models` (what is not there loads as settings say)."""
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": POLICY})
+    settings = Settings.load(None, environ=SUITE_ENVIRON).model_copy(update={"policy_path": POLICY})
     executor = HeavyExecutor(1, None)
     ctx = BuildContext(settings=settings, executor=executor, models=models)
     return Router(settings, load_policy(POLICY, ctx), executor=executor, models=models)

@@ -20,10 +20,11 @@ from extproc.server import admin as admin_module
 from extproc.server.app import ExtProcServer
 from extproc.settings import Settings
 from tests.conftest import CHANGED, VISION, chat, image_chat
+from tests.suite_env import SUITE_ENVIRON
 
 
 def server_settings(policy: Path, **observability: Any) -> Settings:
-    settings = Settings.load(None, environ={})
+    settings = Settings.load(None, environ=SUITE_ENVIRON)
     return settings.model_copy(
         update={
             "policy_path": policy,

@@ -31,6 +31,7 @@ from tests.server.test_grpc_service import (
     make_router,
     response_headers_msg,
 )
+from tests.suite_env import SUITE_ENVIRON
 
 TOKEN = "console-admin-token-0123456789"
 # A marker no decision, signal or model name contains: it must never leave the server through the console.
@@ -39,7 +40,7 @@ PROMPT = f"please find the bug in my code, account {MARKER} and home address 12 
 
 
 def console_settings(tmp_path: Path, *, ring: int = 500, token: str | None = None, capture: bool = True) -> Settings:
-    settings = Settings.load(None, environ={})
+    settings = Settings.load(None, environ=SUITE_ENVIRON)
     obs = settings.observability
     return settings.model_copy(
         update={
@@ -96,7 +97,7 @@ def router_outcomes() -> Iterator[dict[str, RoutingOutcome]]:
     """One outcome per decision of the test policy (reject, code route, default route)."""
     import asyncio
 
-    router = make_router(Settings.load(None, environ={}))
+    router = make_router(Settings.load(None, environ=SUITE_ENVIRON))
 
     async def route_all() -> dict[str, RoutingOutcome]:
         return {

@@ -12,6 +12,7 @@ from extproc.server.reload import PolicyReloader, ReloadResult
 from extproc.settings import Settings
 from extproc.signals.registry import SignalCatalog
 from tests.conftest import CHANGED, chat
+from tests.suite_env import SUITE_ENVIRON
 
 INVALID = CHANGED.replace("{signal: poetry}", "{signal: poetri}")
 
@@ -70,7 +71,7 @@ default: {name: general, action: {type: route, models: [a]}}
 """
     path = tmp_path / "slow.yaml"
     path.write_text(slow)
-    settings = Settings.load(None, environ={}).model_copy(update={"policy_path": path})
+    settings = Settings.load(None, environ=SUITE_ENVIRON).model_copy(update={"policy_path": path})
     router = Router.from_settings(settings, catalog=fake_catalog)
     try:
         old = router.policy.version

@@ -41,6 +41,7 @@ from extproc.tools.vsr_import import (
     parse_tokens,
     render_policy,
 )
+from tests.suite_env import SUITE_ENVIRON
 
 CONFIGS = Path(__file__).parent / "vsr_configs"
 TODAY = Capabilities.of_schema()
@@ -773,7 +774,7 @@ def _body(text: str) -> bytes:
 @pytest.fixture(scope="module")
 def routers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Router]]:
     out: dict[str, Router] = {}
-    base = Settings.load(None, environ={})
+    base = Settings.load(None, environ=SUITE_ENVIRON)
     for name in ("current", "flat", "legacy"):
         path = tmp_path_factory.mktemp("vsr") / f"{name}.policy.yaml"
         path.write_text(render_policy(imported(yaml.safe_load((CONFIGS / f"{name}.yaml").read_text()))))

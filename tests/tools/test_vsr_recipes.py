@@ -16,6 +16,7 @@ from extproc.models.registry import ModelRegistry
 from extproc.settings import Settings
 from extproc.tools.vsr_import import import_vsr
 from extproc.tools.vsr_import.probes import load_probes, score_recipe
+from tests.suite_env import SUITE_ENVIRON
 
 RECIPES = Path(__file__).parent / "vsr_recipes"
 # recipe -> probes that must be decided as VSR expects (of the total)
@@ -40,7 +41,7 @@ def shared_models() -> ModelRegistry:
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_recipe_probes_are_decided_as_vsr_expects(name: str, shared_models: ModelRegistry) -> None:
     folder = RECIPES / name
-    settings = Settings.load(None, environ={})
+    settings = Settings.load(None, environ=SUITE_ENVIRON)
     score = score_recipe(name, folder / "config.yaml", folder / "probes.yaml", settings, models=shared_models)
     misses = [f"{o.probe.variant}: expected {o.probe.expected}, got {o.decided}" for o in score.misses()]
     assert score.error is None, score.error
