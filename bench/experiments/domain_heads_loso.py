@@ -82,7 +82,8 @@ def main() -> None:
     if args.stage1 is not None and args.stage1.is_file():
         # stage 1's leave-source-out probabilities of an earlier run: only the heads are refitted
         saved = np.load(args.stage1)
-        result = LeaveSourceOut(saved["y"], saved["folds"], saved["first"], saved["first"])
+        first = saved["first"]  # one array: `head is first` below marks the candidate's head as not fitted yet
+        result = LeaveSourceOut(saved["y"], saved["folds"], first, first)
     else:
         result = leave_source_out(
             corpus,
