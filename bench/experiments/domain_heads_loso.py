@@ -1,13 +1,19 @@
 """Issue 44: leave-source-out of two stage-2 recipes on the same stage-1 fits, in one run.
 
     .venv/bin/python bench/experiments/domain_heads_loso.py --weights DIR [--base-weights DIR] [--blend B]
+        [--base-blend B] [--head-rows F] [--base-head-rows F] [--also DIR ...]
 
 Runs the packaged `domain_loso.leave_source_out` (4 folds of whole sources over all corpus rows,
-stage 1 refitted per fold) with `TrainConfig(head_blend=B)` and the temperatures of the weights in
-DIR; then refits the other recipe's head (`head_blend` 0, the weights before) on the same folds
-and mixes it with the same stage-1 probabilities, at the temperature of the weights in
---base-weights. Stage 1 is the same in both recipes, so the two differ by stage 2 only. Prints
-each at its weights' knee and at `confident` 0.4 (the default policy), per subject.
+stage 1 refitted per fold) with `TrainConfig(head_blend=B)`, the head-only rows of --head-rows
+(default DIR/head_train.jsonl, if there) and the temperatures of the weights in DIR; then refits
+the other recipe's head (`--base-blend`, default 0: the weights before the ensemble; its head-only
+rows --base-head-rows, default none) on the same folds and mixes it with the same stage-1
+probabilities, at the temperature of the weights in --base-weights; likewise each --also folder's
+recipe (its meta.json's `head_blend`, its head_train.jsonl, its temperature). `--stage1 F.npz`
+saves stage 1's out-of-source probabilities, or, when F exists, reads them and refits heads only
+(minutes instead of four stage-1 fits). Stage 1 is the same in both
+recipes, so the two differ by stage 2 only. Prints each at its weights' knee and at `confident`
+0.4 (the default policy), per subject.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from extproc.tools.domain_loso import LeaveSourceOut, leave_source_out  # noqa: 
 from extproc.tools.domain_sources import softmax_rows  # noqa: E402
 from extproc.tools.domain_training import (  # noqa: E402
     EXTRA_FILE,
+    HEAD_EXTRA_FILE,
+    Row,
     TrainConfig,
     fit_head,
     load_rows,
@@ -52,39 +60,82 @@ def main() -> None:
     ap.add_argument("--weights", type=Path, required=True)
     ap.add_argument("--base-weights", type=Path, default=DEFAULT_WEIGHTS_DIR)
     ap.add_argument("--blend", type=float, default=0.5)
+    ap.add_argument("--base-blend", type=float, default=0.0)
+    ap.add_argument("--head-rows", type=Path, default=None)
+    ap.add_argument("--base-head-rows", type=Path, default=None)
+    ap.add_argument("--also", type=Path, action="append", default=[], help="more weight folders, heads refitted")
+    ap.add_argument("--stage1", type=Path, default=None, help="stage 1's probabilities: saved here, or read if there")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     cand, base = DomainClassifier.load(args.weights), DomainClassifier.load(args.base_weights)
     corpus = load_rows(args.data / "train.jsonl") + load_rows(args.data / "test.jsonl")
     extra = load_rows(DEFAULT_WEIGHTS_DIR / EXTRA_FILE)
+    head_file = args.head_rows or args.weights / HEAD_EXTRA_FILE
+    head_rows = load_rows(head_file) if head_file.is_file() else []
+    base_head_rows = load_rows(args.base_head_rows) if args.base_head_rows else []
+    print(
+        f"candidate: blend {args.blend}, {len(head_rows)} head-only rows; base: blend {args.base_blend}, "
+        f"{len(base_head_rows)} head-only rows"
+    )
     embedder = minilm_embedder(1, CACHE)
     cfg = TrainConfig(head_blend=args.blend)
-    result = leave_source_out(
-        corpus, extra, embedder.embed, packaged_token_vectors(1, CACHE), cfg, temps(cand), log=print
-    )
-    # the other recipe's head on the same folds, mixed with the same stage-1 probabilities
-    base_cfg = TrainConfig(head_blend=0.0)
-    labels, k = list(SUBJECTS), len(SUBJECTS)
-    y, folds = result.y, result.folds
-    emb = np.asarray(embedder.embed([r.text for r in corpus]), dtype=np.float64)
-    extra_emb = np.asarray(embedder.embed([r.text for r in extra]), dtype=np.float64)
-    extra_y = np.array([labels.index(r.label) for r in extra], dtype=np.int64)
-    sources, extra_sources = row_sources(corpus), row_sources(extra)
-    head = np.zeros_like(result.head)
-    t_head = temps(base)[1]
-    for f in range(int(folds.max()) + 1):
-        held, kept = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
-        hw, hb = fit_head(
-            np.concatenate([emb[kept], extra_emb]),
-            np.concatenate([y[kept], extra_y]),
-            [sources[int(i)] for i in kept] + extra_sources,
-            k,
-            base_cfg,
+    if args.stage1 is not None and args.stage1.is_file():
+        # stage 1's leave-source-out probabilities of an earlier run: only the heads are refitted
+        saved = np.load(args.stage1)
+        first = saved["first"]  # one array: `head is first` below marks the candidate's head as not fitted yet
+        result = LeaveSourceOut(saved["y"], saved["folds"], first, first)
+    else:
+        result = leave_source_out(
+            corpus,
+            extra,
+            embedder.embed,
+            packaged_token_vectors(1, CACHE),
+            cfg,
+            temps(cand),
+            log=print,
+            head_extra=head_rows,
         )
-        head[held] = mix(softmax_rows((emb[held] @ hw + hb) / t_head), result.first[held], base_cfg.head_mix)
-    base_result = LeaveSourceOut(y, folds, result.first, head)
+        if args.stage1 is not None:
+            np.savez(args.stage1, y=result.y, folds=result.folds, first=result.first)
+    labels = list(SUBJECTS)
+    emb = np.asarray(embedder.embed([r.text for r in corpus]), dtype=np.float64)
+
+    def refit(blend: float, more_rows: list[Row], t_head: float) -> LeaveSourceOut:
+        """Another recipe's head on the same folds, mixed with the same stage-1 probabilities."""
+        cfg = TrainConfig(head_blend=blend)
+        written = extra + more_rows  # the head's written rows: stage 1's and the head-only ones
+        extra_emb = np.asarray(embedder.embed([r.text for r in written]), dtype=np.float64)
+        extra_y = np.array([labels.index(r.label) for r in written], dtype=np.int64)
+        sources, extra_sources = row_sources(corpus), row_sources(written)
+        y, folds = result.y, result.folds
+        head = np.zeros_like(result.head)
+        for f in range(int(folds.max()) + 1):
+            held, kept = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
+            hw, hb = fit_head(
+                np.concatenate([emb[kept], extra_emb]),
+                np.concatenate([y[kept], extra_y]),
+                [sources[int(i)] for i in kept] + extra_sources,
+                len(labels),
+                cfg,
+            )
+            head[held] = mix(softmax_rows((emb[held] @ hw + hb) / t_head), result.first[held], cfg.head_mix)
+        return LeaveSourceOut(y, folds, result.first, head)
+
+    if args.stage1 is not None and result.head is result.first:
+        result = refit(args.blend, head_rows, temps(cand)[1])
+    recipes: list[tuple[str, LeaveSourceOut, DomainClassifier]] = [
+        ("candidate", result, cand),
+        ("base", refit(args.base_blend, base_head_rows, temps(base)[1]), base),
+    ]
+    for folder in args.also:
+        other = DomainClassifier.load(folder)
+        rows_file = folder / HEAD_EXTRA_FILE
+        more = load_rows(rows_file) if rows_file.is_file() else []
+        blend = float(other.meta["training"]["head_blend"])
+        print(f"{folder}: blend {blend}, {len(more)} head-only rows")
+        recipes.append((str(folder), refit(blend, more, temps(other)[1]), other))
     out: dict[str, Any] = {}
-    for name, res, clf in (("candidate", result, cand), ("base", base_result, base)):
+    for name, res, clf in recipes:
         for conf in sorted({clf.confident, 0.4, 0.6}):
             rep = res.report(conf)
             rep.pop("tradeoff")

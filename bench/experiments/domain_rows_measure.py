@@ -6,7 +6,7 @@ Each DIR holds weights trained with `extproc train-domain --out DIR --extra DIR/
 (or the shipped folder). The written evaluation sets go through one MiniLM embedder for every
 folder, at the folder's own knee and at `confident` 0.4 (the default policy's); the questions
 whose label changes against the first folder are listed. `--loso` adds the leave-source-out
-figures of each folder's recipe (its extra rows and temperatures; the packaged
+figures of each folder's recipe (its extra and head-only rows and temperatures; the packaged
 `leave_source_out`, as `bench_domain.py --loso` runs it; minutes per folder per fold).
 How `domain_written_rows_batch5.md` was measured.
 """
@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 from extproc.models.domain_classifier import DomainClassifier  # noqa: E402
 from extproc.tools.domain_loso import leave_source_out  # noqa: E402
 from extproc.tools.domain_training import (  # noqa: E402
+    HEAD_EXTRA_FILE,
     TrainConfig,
     cascade,
     load_rows,
@@ -82,6 +83,7 @@ def main() -> int:
                 TrainConfig(threads=1),
                 pair,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
+                head_extra=load_rows(head_file) if (head_file := folder / HEAD_EXTRA_FILE).is_file() else [],
             )
             report = result.report(clf.confident)
             report.pop("per_subject_stage2")

@@ -1,5 +1,6 @@
 """`extproc train-domain --data DIR [--out DIR] [--eval-only]`: train the shipped subject classifier
-on DIR/train.jsonl (plus the project's own extra_train.jsonl beside the weights; the cascade
+on DIR/train.jsonl (plus the project's own extra_train.jsonl beside the weights, and its
+head_train.jsonl, rows for stage 2 only; the cascade
 threshold by cross-validation on train), write the weights, and print its figures on
 DIR/test.jsonl beside the TF-IDF and MiniLM baselines. Deterministic: the same corpus gives
 the same files, byte for byte."""
@@ -19,6 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
     parser.add_argument("--out", type=Path, help="weights folder (default: the packaged one)")
     parser.add_argument("--extra", type=Path, help="extra training rows (default: OUT/extra_train.jsonl)")
+    parser.add_argument("--head-extra", type=Path, help="rows for stage 2 only (default: OUT/head_train.jsonl)")
     parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
     parser.add_argument("--no-baselines", action="store_true", help="skip the baselines")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"extproc train-domain: {TRAINING_ONLY}", file=sys.stderr)
         return 2
     argv = ["--data", str(args.data), "--threads", str(args.threads)]
-    for flag, value in (("--out", args.out), ("--extra", args.extra)):
+    for flag, value in (("--out", args.out), ("--extra", args.extra), ("--head-extra", args.head_extra)):
         if value is not None:
             argv += [flag, str(value)]
     argv += ["--eval-only"] if args.eval_only else []

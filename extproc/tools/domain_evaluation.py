@@ -22,6 +22,7 @@ import numpy.typing as npt
 from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR, SUBJECTS, DomainClassifier
 from extproc.tools.domain_training import (
     EXTRA_FILE,
+    HEAD_EXTRA_FILE,
     FloatArray,
     Row,
     TrainConfig,
@@ -100,6 +101,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="folder with train.jsonl and test.jsonl")
     parser.add_argument("--out", type=Path, default=None, help="weights folder (default: the packaged one)")
     parser.add_argument("--extra", type=Path, default=None, help=f"extra training rows (default: OUT/{EXTRA_FILE})")
+    parser.add_argument(
+        "--head-extra", type=Path, default=None, help=f"rows for stage 2 only (default: OUT/{HEAD_EXTRA_FILE})"
+    )
     parser.add_argument("--eval-only", action="store_true", help="evaluate the weights in --out on test.jsonl")
     parser.add_argument("--no-baselines", action="store_true", help="skip the TF-IDF / MiniLM baselines")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: deterministic)")
@@ -117,6 +121,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             token_vectors=packaged_token_vectors(args.threads, None if args.no_cache else args.cache_dir),
             config=TrainConfig(threads=args.threads),
             extra=args.extra or out_dir / EXTRA_FILE,
+            head_extra=args.head_extra or out_dir / HEAD_EXTRA_FILE,
             log=lambda m: print(m, file=sys.stderr),
         )
         print(json.dumps({"train_cv_metrics": metrics}, indent=2, sort_keys=True), file=sys.stderr)

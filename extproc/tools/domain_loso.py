@@ -21,6 +21,7 @@ from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_p
 from extproc.tools.domain_sources import per_subject_accuracy, softmax_rows, source_folds
 from extproc.tools.domain_training import (
     F64Array,
+    HeadRows,
     Row,
     TrainConfig,
     balanced_weights,
@@ -69,6 +70,7 @@ def leave_source_out(
     cfg: TrainConfig,
     temperatures: tuple[float, float] = (1.0, 1.0),
     log: Callable[[str], None] = lambda _m: None,
+    head_extra: Sequence[Row] = (),
 ) -> LeaveSourceOut:
     labels = list(SUBJECTS)
     k = len(labels)
@@ -78,6 +80,14 @@ def leave_source_out(
     emb = np.asarray(embed([r.text for r in corpus]), dtype=np.float64)
     extra_emb = np.asarray(embed([r.text for r in extra]), dtype=np.float64) if extra else emb[:0]
     sources, extra_sources = row_sources(corpus), row_sources(extra)
+    # rows for stage 2 only (`head_train.jsonl`): written text, in every fold's head training
+    head_rows = HeadRows(
+        np.asarray(embed([r.text for r in head_extra]), dtype=np.float32).reshape(len(head_extra), -1)
+        if head_extra
+        else np.zeros((0, emb.shape[1]), dtype=np.float32),
+        np.array([labels.index(r.label) for r in head_extra], dtype=np.int64),
+        row_sources(head_extra),
+    )
 
     def read(text: str) -> str:
         return stage1_text(text, cfg)
@@ -98,7 +108,7 @@ def leave_source_out(
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
         first[held] = softmax_rows(logits / temperatures[0])
         kept_sources = [sources[int(i)] for i in kept] + extra_sources
-        hw, hb = fit_head(np.concatenate([emb[kept], extra_emb]), ty, kept_sources, k, cfg)
+        hw, hb = fit_head(*head_rows.joined(np.concatenate([emb[kept], extra_emb]), ty, kept_sources), k, cfg)
         head_logits = np.log(np.maximum(predict_softmax(emb[held], hw, hb), 1e-300))
         head[held] = mix(softmax_rows(head_logits / temperatures[1]), first[held], cfg.head_mix)
         log(f"fold {f}: {held.size} rows held out, stage 1 {float((first[held].argmax(1) == y[held]).mean()):.3f}")

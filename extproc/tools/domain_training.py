@@ -4,7 +4,8 @@
     extproc train-domain --data ../shared/data/domain --eval-only
 
 Only the TRAIN split (plus `extra_train.jsonl`, text written by this project, beside the
-weights) is used for fitting and for every choice; the TEST split is read for evaluation only.
+weights, and `head_train.jsonl`, more written rows that train stage 2 only) is used for fitting
+and for every choice; the TEST split is read for evaluation only.
 Never MMLU / MMLU-Pro: the held-out checks come from that family.
 
 Procedure (deterministic: folds of whole sources, full-batch L-BFGS in float64 on one torch
@@ -77,6 +78,9 @@ FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
 
 EXTRA_FILE = "extra_train.jsonl"
+# Written rows for stage 2 (the MiniLM head) only: stage 1 reads surface n-grams, and rows that
+# lift the head out of source shifted stage 1's answers on the written sets (issue 44).
+HEAD_EXTRA_FILE = "head_train.jsonl"
 SOURCES_CITE = "/work/shared/data/domain/SOURCES.md (in CI: ../shared/data/domain/SOURCES.md)"
 CURVE = (0.0, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.01)
 
@@ -370,6 +374,7 @@ def train(
     tokenizer_path: Path | None = None,
     config: TrainConfig | None = None,
     extra: Path | None = None,
+    head_extra: Path | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> dict[str, Any]:
     cfg = config or TrainConfig()
@@ -377,6 +382,7 @@ def train(
     train_file = Path(data_dir) / "train.jsonl"
     rows = load_rows(train_file)
     extra_rows = load_rows(extra) if extra is not None and extra.is_file() else []
+    head_rows = load_rows(head_extra) if head_extra is not None and head_extra.is_file() else []
     every = rows + extra_rows
     labels = list(SUBJECTS)
     k = len(labels)
@@ -390,11 +396,16 @@ def train(
     tokenizer_path = tokenizer_path or packaged_tokenizer_path()
     static = static_embedding(token_vectors, load_tokenizer(tokenizer_path), first_texts, cfg.sif_a)
     x = first_stage_matrix(first_texts, cfg.lexical, static, cfg.static_scale)
-    log(f"rows {len(rows)} + extra {len(extra_rows)}; features {x.data.shape[0]} non-zeros")
+    log(f"rows {len(rows)} + extra {len(extra_rows)} + head only {len(head_rows)}; {x.data.shape[0]} non-zeros")
     emb = embed_all(embedder, texts)
     weights = balanced_weights(y, k)
     sources = row_sources(every)
-    held = _held_out(x, emb, y, folds, len(rows), sources, cfg, log)
+    head_only = HeadRows(
+        embed_all(embedder, [r.text for r in head_rows]),
+        np.array([labels.index(r.label) for r in head_rows], dtype=np.int64),
+        row_sources(head_rows),
+    )
+    held = _held_out(x, emb, y, folds, len(rows), sources, cfg, log, head_only)
 
     w_full, b_full = fit_softmax(x, y, weights, k, l2=cfg.first_l2, max_iter=cfg.first_max_iter, threads=cfg.threads)
     # The held-out sources' temperatures are folded into the weights: no cost at serving time.
@@ -402,13 +413,20 @@ def train(
     n_lex = cfg.lexical.n_features
     w16 = w_full.copy()
     w16[:n_lex] = w_full[:n_lex].astype(np.float16).astype(np.float64)
-    hw, hb = fit_head(emb, y, sources, k, cfg)
+    hw, hb = fit_head(*head_only.joined(emb, y, sources), k, cfg)
     hw, hb = hw / held.head_temperature, hb / held.head_temperature
     gap = float(np.abs(predict_softmax(x, w16, b_full) - predict_softmax(x, w_full, b_full)).max())
     if gap > 1e-2:
         raise RuntimeError(f"float16 stage-1 weights change probabilities by {gap:.4f}")
     metrics = held.metrics(labels)
-    metrics.update({"float16_max_abs_prob_diff": round(gap, 8), "train_rows": len(rows), "extra_rows": len(extra_rows)})
+    metrics.update(
+        {
+            "float16_max_abs_prob_diff": round(gap, 8),
+            "train_rows": len(rows),
+            "extra_rows": len(extra_rows),
+            "head_only_rows": len(head_rows),
+        }
+    )
     out_dir.mkdir(parents=True, exist_ok=True)
     save_safetensors(
         {"weight": w_full[:n_lex].astype(np.float16), "bias": b_full.astype(np.float32)}, out_dir / LEXICAL_FILE
@@ -432,10 +450,38 @@ def train(
         "sif_a": cfg.sif_a,
         "token_vectors_sha256": hashlib.sha256(np.ascontiguousarray(static.vectors).tobytes()).hexdigest(),
     }
-    meta = _meta(cfg, labels, held.confident, _corpus(train_file, rows, extra, extra_rows), metrics, static_meta)
+    corpus = _corpus(train_file, rows, extra, extra_rows)
+    if head_rows and head_extra is not None:
+        corpus["head_extra"] = {
+            "file": head_extra.name,
+            "sha256": file_sha256(head_extra),
+            "rows": len(head_rows),
+            "used_by": "stage 2 (the MiniLM head) only",
+        }
+    meta = _meta(cfg, labels, held.confident, corpus, metrics, static_meta)
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     metrics["train_seconds"] = round(time.perf_counter() - started, 1)
     return metrics
+
+
+@dataclass(frozen=True, slots=True)
+class HeadRows:
+    """Rows that train stage 2 only: their MiniLM embeddings, labels and sources."""
+
+    emb: FloatArray
+    y: IntArray
+    sources: list[str]
+
+    def joined(
+        self, emb: npt.NDArray[Any], y: IntArray, sources: Sequence[str]
+    ) -> tuple[npt.NDArray[Any], IntArray, list[str]]:
+        """The head's training rows: the given ones, then these."""
+        if self.y.size == 0:
+            return emb, y, list(sources)
+        return np.concatenate([emb, self.emb]), np.concatenate([y, self.y]), [*sources, *self.sources]
+
+
+NO_HEAD_ROWS = HeadRows(np.zeros((0, EMBEDDING_DIM), dtype=np.float32), np.zeros(0, dtype=np.int64), [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +520,7 @@ def _held_out(
     sources: Sequence[str],
     cfg: TrainConfig,
     log: Callable[[str], None],
+    head_only: HeadRows = NO_HEAD_ROWS,
 ) -> HeldOut:
     """One held-out fold of whole sources (text unlike anything the stages trained on) for the
     temperatures, the threshold and the cross-validated figures: stage 1 and stage 2 fitted on
@@ -497,7 +544,8 @@ def _held_out(
     first_temperature = fit_temperature(first_logits, y[te])
     cv_first = softmax_rows(first_logits / first_temperature)
     log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_first.argmax(1) == y[te]).mean()):.3f}")
-    hw, hb = fit_head(emb[tr], y[tr], [sources[int(i)] for i in tr], k, cfg)
+    # The head-only rows are written text, never from a held-out source: they train in every fold.
+    hw, hb = fit_head(*head_only.joined(emb[tr], y[tr], [sources[int(i)] for i in tr]), k, cfg)
     head_logits = np.log(np.maximum(predict_softmax(emb[te].astype(np.float64), hw, hb), 1e-300))
     head_temperature = fit_temperature(head_logits, y[te])
     cv_head = mix(softmax_rows(head_logits / head_temperature), cv_first, cfg.head_mix)

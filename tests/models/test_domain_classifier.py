@@ -207,6 +207,43 @@ def test_extra_training_rows_are_used_and_recorded(trained: tuple[Path, Path, di
         train(data, tmp_path / "w2", embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, extra=extra)
 
 
+def test_head_only_rows_train_stage_2_alone_and_are_recorded(
+    trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """`head_train.jsonl` rows reach stage 2 only: stage 1's files stay byte for byte those trained
+    without them, the head moves towards them, and meta.json records the file; a bad label is refused."""
+    data, out, _ = trained
+    head_rows = tmp_path / "head_train.jsonl"
+    head_rows.write_text(
+        "".join(
+            json.dumps({"text": f"a {w} sonnet about the quiet sea", "label": "other", "source": "written"}) + "\n"
+            for w in ("short", "long", "sad", "happy")
+        )
+    )
+    with_rows = tmp_path / "with"
+    metrics = train(
+        data, with_rows, embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, head_extra=head_rows
+    )
+    assert metrics["head_only_rows"] == 4
+    meta = json.loads((with_rows / META_FILE).read_text())
+    assert meta["corpus"]["head_extra"]["rows"] == 4 and meta["corpus"]["head_extra"]["file"] == "head_train.jsonl"
+    assert "head_extra" not in json.loads((out / META_FILE).read_text())["corpus"]
+    for name in (LEXICAL_FILE, STATIC_FILE):
+        assert (with_rows / name).read_bytes() == (out / name).read_bytes(), name
+    assert (with_rows / HEAD_FILE).read_bytes() != (out / HEAD_FILE).read_bytes()
+    sonnet = HashEmbedder().embed(["a sad sonnet about the quiet sea"])[0]
+    before, after = DomainClassifier.load(out), DomainClassifier.load(with_rows)
+    p1 = before.first_stage_probs("a sad sonnet about the quiet sea")
+    assert np.array_equal(p1, after.first_stage_probs("a sad sonnet about the quiet sea"))
+    other = SUBJECTS.index("other")
+    assert after.embedding_probs(sonnet, p1)[other] > before.embedding_probs(sonnet, p1)[other]
+    head_rows.write_text(json.dumps({"text": "x", "label": "astrology"}) + "\n")
+    with pytest.raises(ValueError, match="unknown subject 'astrology'"):
+        train(
+            data, tmp_path / "bad", embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, head_extra=head_rows
+        )
+
+
 def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
     _, out, _ = trained
     with pytest.raises(DomainClassifierError, match=r"metadata .* is missing"):
@@ -323,6 +360,9 @@ def test_extra_training_rows_stay_apart_from_the_written_evaluation_sets() -> No
     extra = load_rows(DEFAULT_WEIGHTS_DIR / "extra_train.jsonl")
     assert len(extra) > 1000
     assert [r.text for r in extra if near(r.text)] == []
+    head_only = load_rows(DEFAULT_WEIGHTS_DIR / "head_train.jsonl")  # stage 2's own written rows
+    assert len(head_only) > 400
+    assert [r.text for r in head_only if near(r.text)] == []
     # The check can fail: a held-out question, reworded slightly, is caught.
     assert near(held_out[0].replace("?", " ?") + " Explain.")
 

@@ -76,6 +76,7 @@ def test_the_wheel_leaves_training_rows_and_offline_pieces_out(installed: Path) 
     # What the source tree holds and the wheel leaves out, so the check above checks something.
     assert (REPO / "extproc" / "tools" / "attack_everyday_written.jsonl").is_file()
     assert (REPO / "extproc" / "models" / "weights" / "domain_classifier" / "extra_train.jsonl").is_file()
+    assert (REPO / "extproc" / "models" / "weights" / "domain_classifier" / "head_train.jsonl").is_file()
 
 
 def test_retraining_from_the_wheel_says_it_needs_a_checkout(installed: Path, tmp_path: Path) -> None:
