@@ -27,7 +27,7 @@ from extproc.detectors.jailbreak import find_jailbreak  # noqa: E402
 from extproc.detectors.quoted import asked_about_quote  # noqa: E402
 from extproc.detectors.reader_view import reader_view  # noqa: E402
 from extproc.models.registry import ModelRegistry  # noqa: E402
-from extproc.signals.prompt_attack import get_prompt_attack  # noqa: E402
+from extproc.signals.prompt_attack_model import get_prompt_attack  # noqa: E402
 
 
 def per_text_us(fn: Callable[[str], object], texts: Sequence[str], repeat: int) -> float:

@@ -71,7 +71,7 @@ from extproc.policy.load import load_policy  # noqa: E402
 from extproc.router import Router  # noqa: E402
 from extproc.settings import Settings  # noqa: E402
 from extproc.signals.base import BuildContext  # noqa: E402
-from extproc.signals.prompt_attack import PROMPT_ATTACK_MODEL_NAME, load_prompt_attack  # noqa: E402
+from extproc.signals.prompt_attack_model import PROMPT_ATTACK_MODEL_NAME, load_prompt_attack  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from safety_breakdown import breakdown_groups  # noqa: E402

@@ -18,10 +18,10 @@ import numpy.typing as npt
 
 from extproc.models.domain_classifier import SUBJECTS
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
+from extproc.tools.domain_head_rows import HeadRows, label_indices
 from extproc.tools.domain_sources import per_subject_accuracy, softmax_rows, source_folds
 from extproc.tools.domain_training import (
     F64Array,
-    HeadRows,
     Row,
     TrainConfig,
     balanced_weights,
@@ -85,7 +85,7 @@ def leave_source_out(
         np.asarray(embed([r.text for r in head_extra]), dtype=np.float32).reshape(len(head_extra), -1)
         if head_extra
         else np.zeros((0, emb.shape[1]), dtype=np.float32),
-        np.array([labels.index(r.label) for r in head_extra], dtype=np.int64),
+        label_indices(head_extra, labels),
         row_sources(head_extra),
     )
 

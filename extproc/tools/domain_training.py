@@ -62,6 +62,7 @@ from extproc.models.static_embedding import (
     quantise_rows,
     sif_weights,
 )
+from extproc.tools.domain_head_rows import NO_HEAD_ROWS, HeadRows, head_rows_meta, label_indices
 from extproc.tools.domain_sources import fit_temperature, softmax_rows, source_balanced_weights, source_folds
 from extproc.tools.fitting import Sparse, minimise_lbfgs
 from extproc.tools.training import (
@@ -401,9 +402,7 @@ def train(
     weights = balanced_weights(y, k)
     sources = row_sources(every)
     head_only = HeadRows(
-        embed_all(embedder, [r.text for r in head_rows]),
-        np.array([labels.index(r.label) for r in head_rows], dtype=np.int64),
-        row_sources(head_rows),
+        embed_all(embedder, [r.text for r in head_rows]), label_indices(head_rows, labels), row_sources(head_rows)
     )
     held = _held_out(x, emb, y, folds, len(rows), sources, cfg, log, head_only)
 
@@ -452,36 +451,13 @@ def train(
     }
     corpus = _corpus(train_file, rows, extra, extra_rows)
     if head_rows and head_extra is not None:
-        corpus["head_extra"] = {
-            "file": head_extra.name,
-            "sha256": file_sha256(head_extra),
-            "rows": len(head_rows),
-            "used_by": "stage 2 (the MiniLM head) only",
-        }
+        corpus["head_extra"] = head_rows_meta(head_extra, len(head_rows))
     meta = _meta(cfg, labels, held.confident, corpus, metrics, static_meta)
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     metrics["train_seconds"] = round(time.perf_counter() - started, 1)
     return metrics
 
 
-@dataclass(frozen=True, slots=True)
-class HeadRows:
-    """Rows that train stage 2 only: their MiniLM embeddings, labels and sources."""
-
-    emb: FloatArray
-    y: IntArray
-    sources: list[str]
-
-    def joined(
-        self, emb: npt.NDArray[Any], y: IntArray, sources: Sequence[str]
-    ) -> tuple[npt.NDArray[Any], IntArray, list[str]]:
-        """The head's training rows: the given ones, then these."""
-        if self.y.size == 0:
-            return emb, y, list(sources)
-        return np.concatenate([emb, self.emb]), np.concatenate([y, self.y]), [*sources, *self.sources]
-
-
-NO_HEAD_ROWS = HeadRows(np.zeros((0, EMBEDDING_DIM), dtype=np.float32), np.zeros(0, dtype=np.int64), [])
 
 
 @dataclass(frozen=True, slots=True)

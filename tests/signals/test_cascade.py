@@ -21,12 +21,8 @@ from extproc.protocol.openai import parse_request
 from extproc.signals.base import BuildContext, SignalContext
 from extproc.signals.cascade import TwoStageCascade
 from extproc.signals.domain import DomainSignal, DomainSpec, ShippedDomainSignal, get_shipped_domain
-from extproc.signals.prompt_attack import (
-    ClassifierSignal,
-    ClassifierSpec,
-    PromptAttackCascade,
-    PromptAttackCascadeSignal,
-)
+from extproc.signals.prompt_attack import ClassifierSignal, ClassifierSpec, PromptAttackCascadeSignal
+from extproc.signals.prompt_attack_model import PromptAttackCascade
 
 Row = np.ndarray[Any, Any]
 
