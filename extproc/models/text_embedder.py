@@ -69,7 +69,13 @@ class _OnnxEncoder:
     """tokenizer.json + the BERT graph in ONNX Runtime: texts -> normalised sentence embeddings."""
 
     def __init__(
-        self, model_dir: Path, max_length: int, threads: int | None, precision: Precision = "fp32", fused: bool = False
+        self,
+        model_dir: Path,
+        max_length: int,
+        threads: int | None,
+        precision: Precision = "fp32",
+        fused: bool = False,
+        one_text_a_pass: bool = False,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -101,7 +107,10 @@ class _OnnxEncoder:
         # text's vector would depend on the texts (and padding) beside it (a short text moved to
         # cosine 0.975 between alone and batched): int8 runs one text a pass, the same vector for
         # the same text whatever else is in flight (the cache and the decisions stay reproducible).
-        self.one_text_a_pass = precision == "int8"
+        # Training asks for it too: a vector that depends on its batch makes the weights depend on
+        # which texts an on-disk cache already held (the subject head moved by 2e-5 between a warm
+        # and a fresh cache), so `extproc train-domain` would not retrain byte for byte.
+        self.one_text_a_pass = precision == "int8" or one_text_a_pass
 
     def __call__(self, texts: Sequence[str]) -> FloatArray:
         """One row per text, in order. Texts go through the graph in groups of similar token
@@ -171,8 +180,10 @@ class TextEmbedder:
         runtime: Runtime = "onnx",
         precision: Precision = "fp32",
         fused: bool = False,
+        one_text_a_pass: bool = False,
     ) -> None:
-        """`precision` and `fused` apply to the onnx runtime (see `bert_onnx.model_bytes`)."""
+        """`precision` and `fused` apply to the onnx runtime (see `bert_onnx.model_bytes`);
+        `one_text_a_pass` (onnx) makes each text's vector independent of the texts beside it."""
         if precision != "fp32" and runtime != "onnx":
             raise ModelUnavailable(f"embedder precision {precision} needs the onnx runtime, not {runtime}")
         self.model_dir = model_dir
@@ -185,7 +196,7 @@ class TextEmbedder:
         self._model: Any = None
         self._onnx: _OnnxEncoder | None = None
         if runtime == "onnx":
-            self._onnx = _OnnxEncoder(model_dir, self.max_length, torch_threads, precision, fused)
+            self._onnx = _OnnxEncoder(model_dir, self.max_length, torch_threads, precision, fused, one_text_a_pass)
         else:
             self._load_torch()
         self.runtime: Runtime = runtime

