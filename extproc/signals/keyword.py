@@ -24,10 +24,12 @@ patterns need but the list lacks loses those matches: list every word a pattern 
 characters: for patterns whose cost per character is high and whose target (a short request) sits
 at either end of a message, a hostile megabyte costs what a page does.
 
-`join_abbreviations: true` reads the dots of an abbreviation as part of it, not as full stops:
-"K.O.-Tropfen", "z.B.", "e.g." and "Dr." lose their dots before the keywords read the text, so
-patterns that stop at a sentence's end ("[^.?!]") do not cut a request there. The stem gate reads
-the text as written: a stem must not need the dots dropped ("tropfen", not "ko-tropfen").
+`join_abbreviations: true` also reads the text with the dots of its abbreviations dropped
+("K.O.-Tropfen", "z.B.", "e.g.", "Dr."), so that patterns that stop at a sentence's end ("[^.?!]")
+are not cut there; a keyword present in either reading is present. Never the joined reading
+alone: "etc." may also end a sentence, and joining must not let one sentence's excuse word cover
+the next one's request. The stem gate reads the text as written: a stem must not need the dots
+dropped ("tropfen", not "ko-tropfen").
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
@@ -156,14 +158,23 @@ class KeywordSignal(Signal):
         """The keywords present in `text`, in policy order."""
         if self._prefilter is not None and not self._prefilter.admits(text):
             return []
+        hit = self._hits(text)
         if self.spec.join_abbreviations:  # after the gate: most texts never pay for it
-            text = join_abbreviations(text)
+            # An extra reading, never a replacement: a dot that `join_abbreviations` drops may also
+            # end a sentence ("I love history etc. What poison..."), and joining the two must not
+            # let one sentence's excuse word cover the other's request.
+            joined = join_abbreviations(text)
+            if joined != text:
+                hit = [a or b for a, b in zip(hit, self._hits(joined), strict=True)]
+        return [label for label, h in zip(self._labels, hit, strict=True) if h]
+
+    def _hits(self, text: str) -> list[bool]:
+        """Per keyword, in policy order: is it present in `text`?"""
         if self._needles is not None:
             haystack = text.casefold() if self._fold else text
             return [
-                kw
-                for kw, needle, pattern in zip(self._labels, self._needles, self._each, strict=True)
-                if needle in haystack and pattern.search(haystack) is not None
+                needle in haystack and pattern.search(haystack) is not None
+                for needle, pattern in zip(self._needles, self._each, strict=True)
             ]
         hit = [False] * len(self._keywords)
         if self._combined is not None:
@@ -174,11 +185,11 @@ class KeywordSignal(Signal):
                     hit[int(group[1:])] = True
                     any_hit = True
             if not any_hit:
-                return []
+                return hit
         for i, pattern in enumerate(self._each):
             if not hit[i] and pattern.search(text) is not None:
                 hit[i] = True
-        return [label for label, h in zip(self._labels, hit, strict=True) if h]
+        return hit
 
     def compute(self, request: RoutingRequest) -> Evaluation:
         texts = (s.text for s in request.iter_text(self.spec.roles))

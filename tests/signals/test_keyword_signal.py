@@ -188,6 +188,19 @@ def test_join_abbreviations_keeps_an_abbreviation_inside_its_sentence() -> None:
     assert not joined.compute(user("Wie alt bist du. KO-Tropfen im Getränk sind gefährlich.")).matched
 
 
+def test_join_abbreviations_is_an_extra_reading_never_a_replacement() -> None:
+    """A dropped dot may also end a sentence ("history etc. What poison..."): the text as written is
+    still read, so an excuse word in the sentence before cannot cover the request after it. The
+    control: a reading of the joined text alone misses it."""
+    from extproc.signals.keyword import join_abbreviations
+
+    request = r"(?:^|(?<=[.?!]))(?![^.?!]*\bhistory\b)[^.?!]*\bwhat\s+poison\b[^.?!]*\bkills?\b"
+    joined = signal(keywords=[request], regex=True, whole_word=False, join_abbreviations=True)
+    for text in ("I love history etc. What poison kills a person unnoticed?", "I love history e.g. what poison kills?"):
+        assert joined.compute(user(text)).matched
+        assert not signal(keywords=[request], regex=True, whole_word=False).compute(user(join_abbreviations(text))).matched
+
+
 def test_join_abbreviations_leaves_numbers_and_plain_sentence_ends() -> None:
     from extproc.signals.keyword import join_abbreviations
 
