@@ -52,8 +52,9 @@ browser:
 # worker at a time (module fixtures stay whole); then, one test at a time, everything else: the
 # tests that start Envoy, servers and stacks, whose timeouts assume the machine is not shared.
 # A new directory runs in the second, serial run unless it is listed here. PARALLEL_FILES: files of
-# the other directories that are just as in-process (they start no Envoy, server or stack, and time
-# nothing): renders, manifests, docs and import checks, the CLI commands, one router's regressions.
+# the other directories that are just as in-process (they start no Envoy, no stack and no server process,
+# and time nothing): renders, manifests, docs and import checks, the CLI commands, one router's regressions;
+# tests/bench and tests/cli hold at most an in-process server on a free port (the load generator's).
 # A test added to one of them that serves or times something belongs in another file.
 TEST_WORKERS ?= 2
 PARALLEL_TESTS := tests/agents tests/bench tests/cache tests/cli tests/conversations tests/corpus \

@@ -186,6 +186,8 @@ class TextEmbedder:
         `one_text_a_pass` (onnx) makes each text's vector independent of the texts beside it."""
         if precision != "fp32" and runtime != "onnx":
             raise ModelUnavailable(f"embedder precision {precision} needs the onnx runtime, not {runtime}")
+        if one_text_a_pass and runtime != "onnx":
+            raise ModelUnavailable(f"one text a pass needs the onnx runtime, not {runtime}")
         self.model_dir = model_dir
         self.max_length = _read_max_length(model_dir, max_length)
         self.batch_size = batch_size

