@@ -200,3 +200,18 @@ def test_hostile_long_texts_of_the_new_patterns_words_are_answered(router: Route
     ):
         outcome = route_text(router, unit * (200_000 // len(unit)))
         assert outcome.decision is not None
+
+
+def test_the_excuse_signal_reads_the_patterns_window_and_its_gate_admits_every_excuse() -> None:
+    """`harmful_howto_context` is a regex signal (for the noun-only anime, manga, costume): bounded
+    to the window the patterns it excuses read, and gated by its words' stems. A word the gate
+    lacked would stop excusing: each literal excuse word and each noun form must pass the gate."""
+    signals = {s["name"]: s for s in yaml.safe_load(POLICY.read_text(encoding="utf-8"))["signals"]}
+    context = signals["harmful_howto_context"]
+    assert context["max_chars"] == signals["harmful_howto"]["max_chars"] == signals["harmful_against_people"]["max_chars"]
+    gated = KeywordSignal(KeywordSpec.model_validate(context))
+    literal = [k for k in context["keywords"] if not k.startswith("(?#")]
+    nouns = ["my anime", "the manga", "el anime", "anime series", "a costume", "costume party"]
+    for word in [*literal, *nouns]:
+        assert gated.found(f"How do I make a bomb, {word} aside?"), word
+    assert not gated.found("How do I make a bomb at home?")
