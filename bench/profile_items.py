@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from profile_mix import route_all  # noqa: E402
 from text_mix import MIXES  # noqa: E402
 
 import extproc.router as router_module  # noqa: E402
@@ -68,16 +69,6 @@ def instrument() -> None:
     Dispatcher._answer_now = staticmethod(  # type: ignore[method-assign]
         _timed(lambda signal, request: f"answer_now {signal.type}", Dispatcher._answer_now)
     )
-
-
-async def route_all(router: Router, bodies: list[bytes], concurrency: int) -> None:
-    queue = iter(bodies)
-
-    async def worker() -> None:
-        for body in queue:
-            await router.route(body)
-
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
 def bodies_of(texts: list[str]) -> list[bytes]:
