@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
+from typing import Any
 
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
@@ -26,3 +28,8 @@ def route_text(router: Router, text: str) -> RoutingOutcome:
 def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
     """The named signal's result in a routed outcome."""
     return next(s for s in outcome.signals if s.name == name)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSON-lines file (a dev set), blank lines skipped."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

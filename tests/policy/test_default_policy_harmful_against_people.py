@@ -12,7 +12,6 @@ patterns and apart from every evaluation set; the texts below were written for t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from tests.policy.default_routing import default_router, read_jsonl, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -76,10 +75,6 @@ MORE_BENIGN = [
 ]
 
 
-def dev_rows() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def expected_labels(row: dict[str, Any]) -> set[str]:
     """The names a dev row may be refused by: its class's, or an older pattern's for the same act."""
     if row["lang"] in ("el", "fa", "he", "th"):
@@ -102,7 +97,7 @@ def router() -> Router:
 
 
 def test_the_dev_set_covers_every_class_and_language_on_both_sides() -> None:
-    rows = dev_rows()
+    rows = read_jsonl(DEV_SET)
     languages = {r["lang"] for r in rows}
     assert {"nl", "pl", "id", "uk", "zh", "ar", "hi", "el", "fa", "he", "th"} <= languages
     for category in ("fraud", "theft", "harassment", "selfharm", "doxxing", "malware"):
@@ -114,7 +109,7 @@ def test_the_dev_set_covers_every_class_and_language_on_both_sides() -> None:
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_harmful_request_is_refused_and_named_by_its_class(router: Router, row: dict[str, Any]) -> None:
     decision, named = labels(router, row["text"])
@@ -123,7 +118,7 @@ def test_a_dev_harmful_request_is_refused_and_named_by_its_class(router: Router,
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_look_alike_is_named_by_no_pattern(router: Router, row: dict[str, Any]) -> None:
     """No pattern of either signal names a look-alike (a game frame may: the context excuses it). Two
@@ -165,7 +160,7 @@ def test_the_stem_gate_alone_turns_away_a_text_holding_no_act_word() -> None:
     gated = KeywordSignal(KeywordSpec(**spec))
     assert gated._prefilter is not None
     assert not gated._prefilter.admits("How do I write a cover letter for a nursing job in Lyon?")
-    for row in dev_rows():
+    for row in read_jsonl(DEV_SET):
         if row["label"] == "harmful" and not expected_labels(row) & {
             NEW_LANGUAGES,
             MORE_LANGUAGES,

@@ -8,7 +8,6 @@ apart from every evaluation set) and the ones below."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from tests.policy.default_routing import default_router, read_jsonl, route_text, signal
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "extproc" / "data" / "policies" / "default.yaml"
@@ -65,8 +64,7 @@ def frame_signal() -> KeywordSignal:
 
 
 def dev_rows(label: str) -> list[dict[str, Any]]:
-    rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [row for row in rows if row["label"] == label]
+    return [row for row in read_jsonl(DEV_SET) if row["label"] == label]
 
 
 def test_the_dev_set_holds_each_class_in_several_languages() -> None:

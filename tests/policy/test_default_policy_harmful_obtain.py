@@ -12,7 +12,6 @@ patterns and apart from every evaluation set; the texts below were written for t
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from tests.policy.default_routing import default_router, read_jsonl, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -78,10 +77,6 @@ MORE_BENIGN = [
 ]
 
 
-def dev_rows() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def the_signal() -> KeywordSignal:
     spec = next(
         s
@@ -97,7 +92,7 @@ def router() -> Router:
 
 
 def test_the_dev_set_covers_every_class_and_language_on_both_sides() -> None:
-    rows = dev_rows()
+    rows = read_jsonl(DEV_SET)
     for category in CATEGORY_LABEL:
         for label in ("harmful", "benign"):
             languages = {r["lang"] for r in rows if r["category"] == category and r["label"] == label}
@@ -106,7 +101,7 @@ def test_the_dev_set_covers_every_class_and_language_on_both_sides() -> None:
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_harmful_request_is_refused_and_named_by_its_class(router: Router, row: dict[str, Any]) -> None:
     outcome = route_text(router, row["text"])
@@ -115,7 +110,7 @@ def test_a_dev_harmful_request_is_refused_and_named_by_its_class(router: Router,
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_look_alike_is_named_by_no_new_pattern(router: Router, row: dict[str, Any]) -> None:
     """No new pattern names a look-alike; the classifier still reads them (its own business)."""
@@ -145,7 +140,7 @@ def test_a_game_or_film_frame_excuses_the_new_patterns(router: Router) -> None:
 def test_the_stem_gate_admits_every_dev_harmful_row_and_turns_away_everyday_words() -> None:
     gated = the_signal()
     assert gated._prefilter is not None
-    for row in dev_rows():
+    for row in read_jsonl(DEV_SET):
         if row["label"] == "harmful":
             assert gated._prefilter.admits(row["text"]), row["text"]
     for everyday in ("What is a good method for learning Spanish?", "Can you analyse this pro analysis?"):

@@ -13,7 +13,6 @@ only scored); the texts below were written apart from the dev set, after the pat
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from tests.policy.default_routing import default_router, read_jsonl, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -84,10 +83,6 @@ MORE_BENIGN = [
 ]
 
 
-def dev_rows() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def named(outcome: Any) -> set[str]:
     return set(signal(outcome, "harmful_howto").labels) | set(signal(outcome, "harmful_against_people").labels)
 
@@ -128,7 +123,7 @@ def test_anime_manga_and_costume_still_excuse_as_nouns(router: Router, text: str
 
 
 def test_the_dev_set_covers_each_class_on_both_sides_in_every_language() -> None:
-    rows = dev_rows()
+    rows = read_jsonl(DEV_SET)
     for category in ("weapons", "selfharm"):
         for label in ("harmful", "benign"):
             languages = {r["lang"] for r in rows if r["category"] == category and r["label"] == label}
@@ -138,7 +133,7 @@ def test_the_dev_set_covers_each_class_on_both_sides_in_every_language() -> None
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_harmful_request_is_refused_and_named_by_a_pattern(router: Router, row: dict[str, Any]) -> None:
     outcome = route_text(router, row["text"])
@@ -147,7 +142,7 @@ def test_a_dev_harmful_request_is_refused_and_named_by_a_pattern(router: Router,
 
 
 @pytest.mark.parametrize(
-    "row", [r for r in dev_rows() if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
+    "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "benign"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_look_alike_is_named_by_no_pattern(router: Router, row: dict[str, Any]) -> None:
     """Bath bombs (fr, tr, vi and hi read them as bombs before this branch), rat poison beside a
@@ -182,7 +177,7 @@ def test_the_gate_admits_every_dev_harmful_row_the_new_patterns_name() -> None:
     gated = KeywordSignal(KeywordSpec(**spec))
     ungated = KeywordSignal(KeywordSpec(**{k: v for k, v in spec.items() if k != "prefilter"}))
     assert gated._prefilter is not None
-    texts = [r["text"] for r in dev_rows() if r["label"] == "harmful"] + [t for t, _ in MORE_HARMFUL]
+    texts = [r["text"] for r in read_jsonl(DEV_SET) if r["label"] == "harmful"] + [t for t, _ in MORE_HARMFUL]
     reached = 0
     for text in texts:
         if NEW_LABELS & set(ungated.found(text)):
