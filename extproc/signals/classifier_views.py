@@ -60,7 +60,7 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\s*\n\s*")
 class Thresholds(Protocol):
     @property
     def low(self) -> float: ...
-    def sure_for(self, text: str) -> float: ...
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float: ...
 
 
 class LexicalStage(Protocol):
@@ -70,6 +70,9 @@ class LexicalStage(Protocol):
     def labels(self) -> tuple[str, ...]: ...
     def thresholds(self, label: str) -> Thresholds: ...
     def lexical_scores(self, text: str) -> Sequence[float]: ...
+    # Is `text` mostly Latin letters? The model counts a text's script once (cached), so the
+    # window's bar is read through it rather than counted again by `sure_for`.
+    def latin(self, text: str) -> bool: ...
 
 
 def sentence_windows(text: str) -> list[str]:
@@ -103,7 +106,8 @@ def suspicious_window(text: str, model: LexicalStage) -> str | None:
         return None
     if any(p >= t.low for j, (p, t) in enumerate(zip(scores, thresholds, strict=True)) if j != k):
         return None
-    return best if scores[k] >= thresholds[k].sure_for(best) or whole >= thresholds[k].low else None
+    sure = thresholds[k].sure_for(best, latin=model.latin(best))
+    return best if scores[k] >= sure or whole >= thresholds[k].low else None
 
 
 def _suffix(notes: Sequence[str]) -> str:

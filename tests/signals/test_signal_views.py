@@ -162,7 +162,9 @@ class Bar:
     low: float
     high: float
 
-    def sure_for(self, text: str) -> float:
+    def sure_for(self, text: str, override: float | None = None, latin: bool | None = None) -> float:
+        # The views pass the model's own script count: the real bar would count it again without.
+        assert latin is not None, "sure_for called without the model's script count"
         return self.high
 
 
@@ -176,6 +178,9 @@ class DilutedStage:
 
     def thresholds(self, label: str) -> Bar:
         return self.bars[label]
+
+    def latin(self, text: str) -> bool:
+        return True
 
     def lexical_scores(self, text: str) -> tuple[float, float]:
         attack = len(ATTACK_PHRASE) * text.lower().count(ATTACK_PHRASE) / max(len(text), 1)
