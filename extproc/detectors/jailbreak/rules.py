@@ -75,10 +75,18 @@ _GAME_MODES = ("god", "evil", "chaos")
 _STRONG_MODES = tuple(m for m in _EVIL_MODES if m not in _GAME_MODES)
 _YOU_ARE = ("you are", "you re", "youre")
 
+# After a rule noun: a user's own earlier words ("ignore the previous instructions I gave you about
+# tone") or a game's rules ("forget the earlier rules of the game we were playing"), not the model's.
+_NOT_OWN_WORDS = (
+    r"(?! (?:i|we) (?:gave|give|wrote|sent|asked|told|said|made|posted|set|mentioned|provided|shared|added|typed)\b"
+    r"| of (?:the |this |that |our |my )?(?:game|games|quiz|trivia|puzzle|contest|competition|sport|exercise)\b)"
+)
+
 RULES: tuple[Rule, ...] = (
     # --- instruction_override -------------------------------------------------------------
     _rule(_OVERRIDE, 0.9, _EN_OVERRIDE_VERBS,
-          rf" {_gap(4, _SELF)}{_alt(_EN_TEMPORAL)} {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
+          rf" {_gap(4, _SELF)}{_alt(_EN_TEMPORAL)} {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"
+          + _NOT_OWN_WORDS),
     _rule(_OVERRIDE, 0.8, _EN_OVERRIDE_VERBS,
           rf" (?:all |any |each |every )?(?:of )?(?:your|its|the system s) {_gap(2)}{_alt(_EN_RULE_NOUNS)}\b"),
     # The model's rules named by what was done to it rather than "your": "forget the rules you were
@@ -115,7 +123,7 @@ RULES: tuple[Rule, ...] = (
            "ne faites plus attention aux", "ne prete plus attention aux", "fais fi des", "faites fi des",
            "ne te soucie plus des", "laisse tomber", "laissez tomber"),
           rf" {_gap(4, _SELF)}(?:instructions|instruction|regles|consignes|directives|indications|ordres"
-          r"|restrictions)\b"),
+          r"|restrictions)\b" + _NOT_OWN_WORDS),  # "ignore" and "instructions" are English too
     _rule(_OVERRIDE, 0.85,  # German
           ("ignoriere", "ignorier", "ignorieren", "vergiss", "vergessen", "missachte", "missachten", "uberspringe",
            "umgehe", "befolge nicht"),
