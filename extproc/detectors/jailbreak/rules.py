@@ -78,9 +78,17 @@ _YOU_ARE = ("you are", "you re", "youre")
 # After a rule noun: a user's own earlier words ("ignore the previous instructions I gave you about
 # tone") or a game's rules ("forget the earlier rules of the game we were playing"), not the model's.
 _NOT_OWN_WORDS = (
-    r"(?! (?:i|we) (?:gave|give|wrote|sent|asked|told|said|made|posted|set|mentioned|provided|shared|added|typed)\b"
+    r"(?!(?: that| which)? (?:i|we)"
+    r" (?:gave|give|wrote|sent|asked|told|said|made|posted|set|mentioned|provided|shared|added|typed)\b"
     r"| of (?:the |this |that |our |my )?(?:game|games|quiz|trivia|puzzle|contest|competition|sport|exercise)\b)"
 )
+
+# The same in the other languages (their views are accent-free: "t'ai donnees" reads "t ai donnees").
+_NOT_OWN_ES = r"(?!(?: \w+)? que (?:yo )?(?:te|le|les|os) (?:di|dije|escribi|mande|pedi)\b| del? (?:juego|concurso)\b)"
+_NOT_OWN_FR = r"(?!(?: \w+)? que je (?:t|vous) ai\b| du jeu\b| de jeu\b)"
+_NOT_OWN_DE = r"(?!(?: \w+)? die ich (?:dir|ihnen|euch)\b| des spiels\b| vom spiel\b)"
+_NOT_OWN_IT = r"(?!(?: \w+)? che (?:io )?(?:ti|vi|le) ho\b| del gioco\b)"
+_NOT_OWN_PT = r"(?!(?: \w+)? que (?:eu )?(?:te|lhe|vos|lhes) (?:dei|disse|passei|mandei|escrevi|pedi)\b| do jogo\b)"
 
 RULES: tuple[Rule, ...] = (
     # --- instruction_override -------------------------------------------------------------
@@ -113,7 +121,7 @@ RULES: tuple[Rule, ...] = (
            "no sigas", "deja de seguir", "haz caso omiso a", "haz caso omiso de", "deja de lado", "pasa de",
            "no hagas caso a", "no hagas caso de", "no le hagas caso a", "olvidate de"),
           rf" {_gap(4, _SELF)}(?:instrucciones|instruccion|reglas|indicaciones|directrices|normas|ordenes"
-          r"|restricciones)\b"),
+          r"|restricciones)\b" + _NOT_OWN_ES),
     _rule(_OVERRIDE, 0.85,  # French
           ("ignore", "ignores", "ignorez", "ignorer", "oublie", "oublies", "oubliez", "oublier",
            "ne tiens pas compte de", "ne tiens pas compte des", "ne tenez pas compte de", "ne tenez pas compte des",
@@ -123,19 +131,20 @@ RULES: tuple[Rule, ...] = (
            "ne faites plus attention aux", "ne prete plus attention aux", "fais fi des", "faites fi des",
            "ne te soucie plus des", "laisse tomber", "laissez tomber"),
           rf" {_gap(4, _SELF)}(?:instructions|instruction|regles|consignes|directives|indications|ordres"
-          r"|restrictions)\b" + _NOT_OWN_WORDS),  # "ignore" and "instructions" are English too
+          r"|restrictions)\b" + _NOT_OWN_WORDS + _NOT_OWN_FR),  # "ignore", "instructions": English too
     _rule(_OVERRIDE, 0.85,  # German
           ("ignoriere", "ignorier", "ignorieren", "vergiss", "vergessen", "missachte", "missachten", "uberspringe",
            "umgehe", "befolge nicht"),
           rf" {_gap(4, _SELF)}(?:anweisungen|anweisung|instruktionen|regeln|vorgaben|befehle|richtlinien"
-          r"|einschrankungen|vorschriften)\b"),
+          r"|einschrankungen|vorschriften)\b" + _NOT_OWN_DE),
     _rule(_OVERRIDE, 0.85,  # Italian
           ("ignora", "ignorare", "dimentica", "dimenticare", "trascura", "non seguire", "non rispettare"),
-          rf" {_gap(4, _SELF)}(?:istruzioni|regole|direttive|indicazioni|linee guida|restrizioni)\b"),
+          rf" {_gap(4, _SELF)}(?:istruzioni|regole|direttive|indicazioni|linee guida|restrizioni)\b" + _NOT_OWN_IT),
     _rule(_OVERRIDE, 0.85,  # Portuguese
           ("ignore", "ignora", "ignorar", "esqueca", "esquece", "esquecer", "desconsidere", "desconsidera", "nao siga",
            "descarte"),
-          rf" {_gap(4, _SELF)}(?:instrucoes|instrucao|regras|diretrizes|orientacoes|restricoes|ordens)\b"),
+          rf" {_gap(4, _SELF)}(?:instrucoes|instrucao|regras|diretrizes|orientacoes|restricoes|ordens)\b"
+          + _NOT_OWN_PT),
     # "your safety filters have been disabled": the override stated as done
     _rule(_OVERRIDE, 0.85, ("your", "all", "its"),
           r" (?:safety|content|ethical|moral|ethics) (?:moderation |safety )?(?:protocols?|filters?|guidelines"
