@@ -68,8 +68,8 @@ PARALLEL_FILES := tests/hardening/test_core_regressions.py \
 test: $(TEST_STAMP) browser
 	$(BIN)/ruff check extproc tests
 	$(BIN)/mypy extproc
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile $(PARALLEL_TESTS) $(PARALLEL_FILES)
-	$(BIN)/pytest -q $(foreach d,$(PARALLEL_TESTS) $(PARALLEL_FILES),--ignore=$(d))
+	$(BIN)/pytest -q -rs -n $(TEST_WORKERS) --dist loadfile $(PARALLEL_TESTS) $(PARALLEL_FILES)
+	$(BIN)/pytest -q -rs $(foreach d,$(PARALLEL_TESTS) $(PARALLEL_FILES),--ignore=$(d))
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check extproc tests
