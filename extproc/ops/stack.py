@@ -43,6 +43,7 @@ from extproc.settings import Settings
 
 _HANDED_OUT: set[int] = set()
 _PORT_LOCK = threading.Lock()
+_SERVER_SERVING = "ext_proc server (gRPC health SERVING)"  # what a stack start waits for, in its errors
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -179,7 +180,7 @@ class Stack:
                 self._spawn(f"mcp:{server.cluster}", [python, "-m", "extproc.ops.demo_mcp", "--listen", listen])
                 waits.append((f"demo MCP server {server.cluster}", partial(port_open, server.host, server.port)))
         self._spawn_server()
-        waits.append(("ext_proc server (gRPC health SERVING)", self.server_serving))
+        waits.append((_SERVER_SERVING, self.server_serving))
         for what, probe in waits:
             self._wait(deadline, what, probe)
 
@@ -210,7 +211,7 @@ class Stack:
         cfg = self.config
         deadline = deadline if deadline is not None else time.monotonic() + cfg.start_timeout_s
         self._spawn_server()
-        self._wait(deadline, "ext_proc server (gRPC health SERVING)", self.server_serving)
+        self._wait(deadline, _SERVER_SERVING, self.server_serving)
 
     def _spawn_server(self) -> None:
         cfg = self.config
