@@ -90,6 +90,11 @@ _NOT_OWN_DE = r"(?!(?: \w+)? die ich (?:dir|ihnen|euch)\b| des spiels\b| vom spi
 _NOT_OWN_IT = r"(?!(?: \w+)? che (?:io )?(?:ti|vi|le) ho\b| del gioco\b)"
 _NOT_OWN_PT = r"(?!(?: \w+)? que (?:eu )?(?:te|lhe|vos|lhes) (?:dei|disse|passei|mandei|escrevi|pedi)\b| do jogo\b)"
 
+# The user's own words in Turkish ("önceki verdiğim talimatları": the instructions I gave) and Vietnamese.
+_TR_SELF = ("benim", "bizim", "verdigim", "verdigimiz", "yazdigim", "yazdigimiz", "soyledigim", "soyledigimiz",
+            "gonderdigim", "istedigim")  # fmt: skip
+_VI_SELF = ("toi", "minh")
+
 RULES: tuple[Rule, ...] = (
     # --- instruction_override -------------------------------------------------------------
     _rule(_OVERRIDE, 0.9, _EN_OVERRIDE_VERBS,
@@ -425,15 +430,15 @@ RULES: tuple[Rule, ...] = (
           r"|poleceniach|zasady|zasadach|reguly|regulach)\b"),
     _rule(_OVERRIDE, 0.85, ("onceki", "daha onceki", "butun", "tum", "eski", "gelistiricinin", "gelistiricinin sana",
                             "sistemin", "sana verilen", "sana verdigi", "sana verdikleri"),
-          rf" {_gap(2)}(?:talimatları|talimatlari|kuralları|kurallari|komutları|komutlari|yonergeleri"
+          rf" {_gap(2, _TR_SELF)}(?:talimatları|talimatlari|kuralları|kurallari|komutları|komutlari|yonergeleri"
           rf"|kısıtlamaları|kisitlamalari) {_gap(2)}(?:yok say|unut|gormezden gel|bos ver|umursama|dikkate alma"
           r"|ihmal et|atla)"),
     _rule(_OVERRIDE, 0.85, ("abaikan", "lupakan", "acuhkan"),
           rf" {_gap(3)}(?:instruksi|perintah|aturan|arahan|pedoman|batasan) {_gap(2)}(?:sebelumnya|terdahulu"
           r"|sebelum ini|yang lama|awal|(?:dari )?(?:pengembang|developer|pembuat|sistem)\w*)\b"),
     _rule(_OVERRIDE, 0.85, ("bo qua", "quen", "phot lo", "lo di"),
-          rf" {_gap(4)}(?:huong dan|chi dan|chi thi|quy tac|lenh|menh lenh|yeu cau) {_gap(2)}(?:truoc|truoc do"
-          r"|ban dau|cu)\b"),
+          rf" {_gap(4, _VI_SELF)}(?:huong dan|chi dan|chi thi|quy tac|lenh|menh lenh|yeu cau) {_gap(2, _VI_SELF)}"
+          r"(?:truoc|truoc do|ban dau|cu)\b(?!(?: [dđ]o)? (?:toi|minh|chung toi) )"),
     # The persona without limits, in more words: "an AI free of every ethical rule", "an uncensored AI",
     # "una IA sin ningún tipo de filtro", "eine KI ohne jegliche Einschränkungen": a quantifier may
     # stand between "without" and what is lacking, and the persona may be asked for with any verb of
