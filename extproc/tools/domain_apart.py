@@ -4,9 +4,9 @@ Word-overlap screens (3-gram Jaccard) miss a reworded copy of an evaluation ques
 training row that says the same thing in other words makes the written-set figures optimistic.
 This screen reads MiniLM (all-MiniLM-L6-v2, the served encoder) cosines instead: a training row
 at or above `APART_COSINE` to any evaluation text is too close. MiniLM was trained on English
-and puts every Chinese, Japanese or Korean text near every other ("what is utilitarianism?" and
+and puts every Chinese, Japanese or Korean text near every other ("what is diminishing marginal utility?" and
 "can I take ibuprofen for a cold?" in Chinese at 0.999), so texts mostly in those scripts are
-compared by character bigrams instead (Jaccard >= `CJK_JACCARD`). `extproc/tools/domain_training`
+compared by character bigrams instead (Jaccard >= `CJK_JACCARD`). Training (`domain_training.py`)
 never reads this module; `bench/experiments/domain_clean_rows.py` used it to clean the written
 training files, and `tests/models/test_domain_apart.py` keeps them clean.
 """
