@@ -185,22 +185,33 @@ def run_loso(args: argparse.Namespace, classifier: DomainClassifier, embedder: A
 
     from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR
     from extproc.tools.domain_loso import leave_source_out
-    from extproc.tools.domain_training import EXTRA_FILE, TrainConfig, packaged_token_vectors
+    from extproc.tools.domain_training import EXTRA_FILE, HEAD_EXTRA_FILE, TrainConfig, packaged_token_vectors
 
     corpus = load_rows(args.data / "train.jsonl") + load_rows(args.data / "test.jsonl")
-    extra = load_rows(DEFAULT_WEIGHTS_DIR / EXTRA_FILE)
+    folder = args.weights or DEFAULT_WEIGHTS_DIR
+    extra = load_rows(folder / EXTRA_FILE)
+    # the recipe's rows for stage 2 only (`head_train.jsonl`): left out, the figure is another recipe's
+    head_extra = load_rows(folder / HEAD_EXTRA_FILE) if (folder / HEAD_EXTRA_FILE).is_file() else []
     temperatures = classifier.meta.get("cv_metrics", {}).get("cv_temperatures", {})
     pair = (float(temperatures.get("first", 1.0)), float(temperatures.get("head", 1.0)))
     cfg = TrainConfig(threads=args.threads)
     if args.loso_recipe == "previous":
         extra = [r for r in extra if "issue 44" not in r.source]
+        head_extra = []
         cfg = TrainConfig(
             threads=args.threads, neutralise_numbers=False, head_l2=1e-4, head_source_power=0.0, head_blend=0.0
         )
         pair = (1.0, 1.0)
     vectors = packaged_token_vectors(args.threads, Path(tempfile.gettempdir()) / "extproc-domain-cache")
     result = leave_source_out(
-        corpus, extra, embedder.embed, vectors, cfg, pair, log=lambda m: print(m, file=sys.stderr)
+        corpus,
+        extra,
+        embedder.embed,
+        vectors,
+        cfg,
+        pair,
+        log=lambda m: print(m, file=sys.stderr),
+        head_extra=head_extra,
     )
     return {"recipe": args.loso_recipe, **result.report(classifier.confident)}
 

@@ -44,6 +44,9 @@ def main() -> int:
     parser.add_argument("dirs", nargs="+", type=Path)
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "domain")
     parser.add_argument("--loso", action="store_true")
+    parser.add_argument(
+        "--save", type=Path, default=None, help="leave-source-out probabilities: DIR's name + .npz here"
+    )
     args = parser.parse_args()
     cache = Path(tempfile.gettempdir()) / "extproc-domain-cache"
     embedder = minilm_embedder(1, cache)
@@ -85,9 +88,19 @@ def main() -> int:
                 log=lambda m: print(m, file=sys.stderr, flush=True),
                 head_extra=load_rows(head_file) if (head_file := folder / HEAD_EXTRA_FILE).is_file() else [],
             )
-            report = result.report(clf.confident)
-            report.pop("per_subject_stage2")
-            print("  leave-source-out:", json.dumps(report))
+            if args.save is not None:
+                args.save.mkdir(parents=True, exist_ok=True)
+                np.savez(
+                    args.save / f"{folder.name}.npz",
+                    y=result.y,
+                    folds=result.folds,
+                    first=result.first,
+                    head=result.head,
+                )
+            for confident in sorted({clf.confident, 0.6, POLICY_CONFIDENT}):
+                report = result.report(confident)
+                report.pop("per_subject_stage2")
+                print(f"  leave-source-out at {confident}:", json.dumps(report), flush=True)
     return 0
 
 
