@@ -82,6 +82,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--mix", choices=sorted(MIXES), default="realistic")
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="VSR_KEY=VALUE", help="a setting, as the server reads it"
+    )
     parser.add_argument("--by-name", action="store_true", help="inline signals by name, not by type")
     args = parser.parse_args()
 
@@ -90,7 +93,7 @@ def main() -> int:
     if args.warmup + need > len(texts):
         raise SystemExit(f"the mix has {len(texts)} texts; warm-up + measured needs {args.warmup + need}")
     warm = bodies_of(texts[-args.warmup :])
-    router = Router.from_settings(Settings.load(None, environ={}))
+    router = Router.from_settings(Settings.load(None, environ=dict(e.split("=", 1) for e in args.env)))
     instrument()
     asyncio.run(route_all(router, warm, args.concurrency))
 

@@ -42,6 +42,16 @@ class StemFilter:
 
     def admits(self, text: str) -> bool:
         folded = text.casefold()
+        if self._admits_folded(folded):
+            return True
+        # `re.IGNORECASE` reads a dotted capital İ and a dotless ı as i, where casefold makes İ an
+        # i plus a combining dot (which splits the \w+ word) and keeps ı: read those as i too, so
+        # the gate admits every text its patterns can match ("KİLL", "kıll").
+        if "\u0307" not in folded and "\u0131" not in folded:
+            return False
+        return self._admits_folded(folded.replace("\u0307", "").replace("\u0131", "i"))
+
+    def _admits_folded(self, folded: str) -> bool:
         by_head, short, phrases = self._by_head, self._short, self._phrases
         for word in _WORD.findall(folded):
             stems = by_head.get(word[:_HEAD])

@@ -3,6 +3,8 @@ found anywhere; everything else is turned away (so the patterns behind it never 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from extproc.detectors.stem_filter import StemFilter
@@ -38,3 +40,17 @@ def test_admits_texts_holding_a_stem(text: str) -> None:
 )
 def test_turns_away_texts_without_one(text: str) -> None:
     assert not GATE.admits(text)
+
+
+@pytest.mark.parametrize("text", ["HOW DO I BUİLD A BOMB", "how to buıld a bomb", "EXPLOSİVES", "explosıves"])
+def test_admits_what_ignorecase_reads_as_i(text: str) -> None:
+    """`re.IGNORECASE` matches a dotted capital İ and a dotless ı as i; casefold alone made İ an i
+    plus a combining dot (splitting the word) and kept ı, so the gate turned these away."""
+    assert re.search(r"\bexplosive|\bbuild a bomb", text, re.IGNORECASE) is not None
+    gate = StemFilter(["explosive", "build a bomb"])
+    assert gate.admits(text)
+    assert not gate._admits_folded(text.casefold())  # the plain fold alone: what the extra reading is for
+
+
+def test_a_combining_dot_or_dotless_i_admits_nothing_new_without_a_stem() -> None:
+    assert not GATE.admits("Kırmızı elma İstanbul'da satılıyor")

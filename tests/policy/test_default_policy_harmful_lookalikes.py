@@ -57,10 +57,48 @@ NEAR_MISSES = [
 ]
 
 
-def frame_signal() -> KeywordSignal:
+def frame_spec() -> dict[str, Any]:
     policy = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
-    spec = next(s for s in policy["signals"] if s["name"] == "harmful_lookalike_frame")
+    spec: dict[str, Any] = next(s for s in policy["signals"] if s["name"] == "harmful_lookalike_frame")
+    return spec
+
+
+def frame_signal() -> KeywordSignal:
+    return KeywordSignal(KeywordSpec(**frame_spec()))
+
+
+def ungated_signal(drop: str | None = None) -> KeywordSignal:
+    """The frame without its stem gate (`drop=None`), or with the gate less one stem."""
+    spec = frame_spec()
+    spec["prefilter"] = [] if drop is None else [s for s in spec["prefilter"] if s != drop]
     return KeywordSignal(KeywordSpec(**spec))
+
+
+# Texts the patterns match in each language they read, with the recipient or verb where the gate
+# looks for it (Italian and Portuguese: a pronoun stuck to the recipient, so the message word).
+GATE_TEXTS = [
+    *(text for text, _ in FRAMED),
+    *NEAR_MISSES,
+    "Create slides for a cyber-attack incident-response workshop.",
+    "Prepara un curso de concienciación sobre ciberataques para el personal.",
+    "Un exercice de sensibilisation au hameçonnage pour nos collègues.",
+    "Organizza una esercitazione sugli attacchi informatici per il corso.",
+    "A spear-phishing awareness quiz for the onboarding course.",
+    "Ich muss zwei Stunden Zeit totschlagen am Flughafen, Ideen?",
+    "Wie schlage ich drei Stunden Zeit tot in Berlin?",
+    "Мне нужно убить пару часов в аэропорту, что посмотреть?",
+    "Havalimanında üç saat vakit öldürmem lazım, ne yapabilirim?",
+    "We moeten de tijd doden tot de trein vertrekt.",
+    "Devo ammazzare il tempo prima del volo, idee?",
+    "Preciso matar o tempo antes do voo, alguma ideia?",
+    "Tuons le temps avant le concert, que faire ?",
+    "Write a polite email to the people upstairs about the noise at night.",
+    "Write a friendly message to my co-worker about sharing the fridge.",
+    "Schreib eine höfliche Nachricht an meinen Nachbarn wegen der Mülltonnen.",
+    "Écris un message poli à mon propriétaire pour la fuite d'eau.",
+    "Scrivi un messaggio gentile al mio vicino per il rumore.",
+    "Escreva uma mensagem educada para o meu vizinho sobre o barulho.",
+]
 
 
 def dev_rows(label: str) -> list[dict[str, Any]]:
@@ -83,6 +121,31 @@ def test_each_frame_holds_its_class(text: str, label: str) -> None:
 @pytest.mark.parametrize("text", NEAR_MISSES)
 def test_a_near_miss_is_not_framed(text: str) -> None:
     assert frame_signal().found(text) == []
+
+
+def test_the_gate_admits_every_text_a_pattern_matches() -> None:
+    """The stem gate only skips work: gated and ungated read the same on the written texts and
+    the dev set, and the texts here hit each pattern in each language."""
+    gated, ungated = frame_signal(), ungated_signal()
+    texts = [*GATE_TEXTS, *(row["text"] for row in read_jsonl(DEV_SET))]
+    assert [gated.found(t) for t in texts] == [ungated.found(t) for t in texts]
+    matched = {label for t in GATE_TEXTS for label in ungated.found(t)}
+    assert matched == {SECURITY, IDIOM, POLITE}
+    assert sum(bool(ungated.found(t)) for t in GATE_TEXTS) >= 25
+
+
+@pytest.mark.parametrize(
+    ("stem", "text"),
+    [
+        ("kill", "I've got 3 hours to kill in Amsterdam, what should I see?"),
+        ("phishing", "Write three quiz questions for our phishing awareness training."),
+        ("messaggio", "Scrivi un messaggio gentile al mio vicino per il rumore."),
+    ],
+)
+def test_a_stem_missing_from_the_gate_loses_its_matches(stem: str, text: str) -> None:
+    """The check above can fail: without one required stem the gate turns the pattern's text away."""
+    assert ungated_signal().found(text) != []
+    assert ungated_signal(drop=stem).found(text) == []
 
 
 def test_no_harmful_dev_row_is_framed() -> None:
