@@ -14,8 +14,11 @@ import argparse
 import json
 import shutil
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -31,6 +34,20 @@ from extproc.tools.attack_training.train import _fit_output, _training_set, embe
 from extproc.tools.training import save_safetensors  # noqa: E402
 
 
+class _Later:
+    """The vectors, computed when first indexed, once `flag` exists (another process filling the cache)."""
+
+    def __init__(self, make: Callable[[], Any], flag: Path) -> None:
+        self.make, self.flag, self.value = make, flag, None
+
+    def __getitem__(self, key: Any) -> Any:
+        while not self.flag.exists():
+            time.sleep(10)
+        if self.value is None:
+            self.value = self.make()
+        return self.value[key]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent.parent / "shared" / "data" / "safety")
@@ -40,6 +57,7 @@ def main() -> int:
     parser.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS_DIR, help="weights to graft onto")
     parser.add_argument("--cache-dir", type=Path, default=Path("/work/wt/cache"))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--wait-for", type=Path, help="a file whose existence says the cache is filled")
     args = parser.parse_args()
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     cfg = TrainConfig(
@@ -64,7 +82,10 @@ def main() -> int:
     else:
         data = _training_set(args.data, cfg, say)
         x = lexical_matrix(data.texts, cfg.lexical)
-        emb = embed_texts(_minilm(1, args.cache_dir), data.texts)
+        if args.wait_for is not None:  # the lexical folds need no vectors: start them while the cache fills
+            emb: Any = _Later(lambda: embed_texts(_minilm(1, args.cache_dir), data.texts), args.wait_for)
+        else:
+            emb = embed_texts(_minilm(1, args.cache_dir), data.texts)
         fit = _fit_output(data, x, emb, "harmful", 1, say)
         lexical["harmful.weight"] = fit.lexical_weight
         lexical["harmful.bias"] = np.array([fit.lexical_bias], dtype=np.float32)
