@@ -12,7 +12,7 @@ from extproc.ops.paths import TRAINING_ONLY, in_repository
 from extproc.tools.progress import heartbeat
 
 # The training recipes (`extproc.tools.attack_training.cli.RECIPES`, imported only when training).
-RECIPE_NAMES = ("default", "issue48", "written-latin")
+RECIPE_NAMES = ("default", "issue48", "written-latin", "written-frames")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="default",
         help="training recipe ('default' reproduces the shipped weights; 'issue48': every script, "
         "thresholds chosen out of fold; 'written-latin': the harmful output also learns the Latin-script "
-        "written rows at a quarter weight, measured and not shipped)",
+        "written rows at a quarter weight, measured and not shipped; 'written-frames': those rows with benign "
+        "requests in the same frames, and help-seeking rows for the other scripts' stage, measured and not shipped)",
     )
     parser.add_argument("--cache-dir", type=Path, help="where MiniLM embeddings of the corpus are cached")
     parser.set_defaults(func=run)

@@ -43,3 +43,27 @@ def near_any(exclude: Sequence[str], jaccard: float = 0.6) -> Callable[[str], bo
         return any(count / max(1, len(mine) + sizes[index] - count) >= jaccard for index, count in shared.items())
 
     return near
+
+
+def near_any_chars(exclude: Sequence[str], jaccard: float = 0.5, n: int = 5) -> Callable[[str], bool]:
+    """Like `near_any` on character n-grams (case and spacing folded): catches a short text that
+    changes a word or two of an evaluation text, which word 3-grams of a short text miss."""
+
+    def grams(text: str) -> set[str]:
+        folded = " ".join(text.lower().split())
+        return {folded[i : i + n] for i in range(max(1, len(folded) - n + 1))}
+
+    sizes: list[int] = []
+    postings: dict[str, list[int]] = {}
+    for index, text in enumerate(exclude):
+        mine = grams(text)
+        sizes.append(len(mine))
+        for gram in mine:
+            postings.setdefault(gram, []).append(index)
+
+    def near(text: str) -> bool:
+        mine = grams(text)
+        shared = Counter(index for gram in mine for index in postings.get(gram, ()))
+        return any(count / max(1, len(mine) + sizes[index] - count) >= jaccard for index, count in shared.items())
+
+    return near

@@ -47,3 +47,15 @@ def test_the_index_catches_a_near_repeat_and_passes_a_stranger() -> None:
     assert near("How do I reset my router password")
     assert not near("how do i bake bread")
     assert not near_any([], jaccard=0.0)("anything")
+
+
+def test_near_any_chars_catches_the_small_edits_word_3_grams_miss() -> None:
+    from extproc.tools.near_repeats import near_any_chars
+
+    evaluation = ["how to make pancakes without eggs", "Wie backe ich einen Käsekuchen ohne Risse?"]
+    edits = ["How to make pancake without egg", "wie backe ich Käsekuchen ohne Risse"]
+    assert not any(near_any(evaluation, jaccard=0.33)(t) for t in edits)  # why the character screen exists
+    near = near_any_chars(evaluation, jaccard=0.5)
+    assert all(near(t) for t in edits)
+    assert not near("how to make a pizza dough") and not near("Wie koche ich Reis?")
+    assert not near_any_chars([])("anything")

@@ -31,6 +31,18 @@ RECIPES: dict[str, Callable[..., TrainConfig]] = {
     "written-latin": lambda **kw: TrainConfig(
         **{"written_harmful": True, "written_latin": True, "written_scale": 0.25, **kw}
     ),
+    # The fifth pass: those rows with benign everyday requests in the same languages and request
+    # frames, and benign help-seeking rows for the other scripts' stage (measured, see the weights' README).
+    "written-frames": lambda **kw: TrainConfig(
+        **{
+            "written_harmful": True,
+            "written_latin": True,
+            "written_frames": True,
+            "written_help_scripts": True,
+            "written_scale": 0.25,
+            **kw,
+        }
+    ),
 }
 
 

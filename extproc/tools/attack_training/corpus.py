@@ -44,6 +44,12 @@ WRITTEN_HARMFUL_FILE = Path(__file__).resolve().parent / "harmful_written.jsonl"
 # Latin path (n-grams and head): the same categories, a file of its own so the other scripts' stage,
 # fitted on `harmful_written.jsonl` alone, keeps its rows.
 WRITTEN_LATIN_FILE = WRITTEN_HARMFUL_FILE.with_name("harmful_written_latin.jsonl")
+# Benign everyday requests in the same languages and request frames as the Latin file's harmful rows
+# ("me ajuda a ...", "ayúdame a escribir ..."), so the frame alone is no evidence of harm.
+FRAMES_LATIN_FILE = WRITTEN_HARMFUL_FILE.with_name("benign_frames_latin.jsonl")
+# Benign help-seeking questions in other scripts (quitting drugs, staying safe, medicines): rows of
+# the other scripts' stage only.
+HELP_SCRIPTS_FILE = WRITTEN_HARMFUL_FILE.with_name("benign_help_scripts.jsonl")
 EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
 
 
@@ -121,6 +127,10 @@ class TrainConfig:
     written_harmful: bool = False
     # - the rows of `harmful_written_latin.jsonl` too (Latin-script languages; the harmful output only);
     written_latin: bool = False
+    # - the benign rows of `benign_frames_latin.jsonl` too (the harmful output only);
+    written_frames: bool = False
+    # - the other scripts' stage also trains on `benign_help_scripts.jsonl` (the base outputs never do);
+    written_help_scripts: bool = False
     # - each written row's weight (both files) beside a corpus row of a group the same size: a
     #   group of 40 written rows otherwise weighs as much as a corpus group of 40 (weight_power).
     written_scale: float = 1.0

@@ -26,6 +26,8 @@ from extproc.tools.attack_everyday import DARK_FICTION, HOWTO, PROTECTIVE, PROTE
 from extproc.tools.attack_training.corpus import (
     ATTACK,
     BENIGN,
+    FRAMES_LATIN_FILE,
+    HELP_SCRIPTS_FILE,
     SHORT_HIGH_CAP,
     SOURCES_CITE,
     WRITTEN_HARMFUL,
@@ -145,7 +147,9 @@ class TrainingSet:
         )
 
 
-def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]) -> TrainingSet:
+def _training_set(
+    corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None], script_stage: bool = False
+) -> TrainingSet:
     corpus_file = corpus_dir / "train.jsonl" if corpus_dir.is_dir() else corpus_dir
     corpus_rows = load_corpus(corpus_file)
     present = {r.label for r in corpus_rows}
@@ -162,6 +166,10 @@ def _training_set(corpus_dir: Path, cfg: TrainConfig, say: Callable[[str], None]
         extra_rows += _written(seen)
     if cfg.written_latin:
         extra_rows += _written(seen, WRITTEN_LATIN_FILE)
+    if cfg.written_frames:
+        extra_rows += _written(seen, FRAMES_LATIN_FILE)
+    if script_stage and cfg.written_help_scripts:
+        extra_rows += _written(seen, HELP_SCRIPTS_FILE)
     rows = corpus_rows + crop_rows + extra_rows
     n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
@@ -310,8 +318,10 @@ def fit_script_lexical(corpus_dir: Path, cfg: TrainConfig, output: str, say: Cal
     in another script than Latin to choose its threshold on."""
     # The written rows of every script at their full weight; the Latin-script file is the Latin
     # path's (this stage scores no Latin text, and its fit stays the one its threshold was chosen for).
-    own_rows = dataclasses.replace(cfg, written_harmful=True, written_latin=False, written_scale=1.0)
-    data = _training_set(corpus_dir, own_rows, say)
+    own_rows = dataclasses.replace(
+        cfg, written_harmful=True, written_latin=False, written_frames=False, written_scale=1.0
+    )
+    data = _training_set(corpus_dir, own_rows, say, script_stage=True)
     used, positive = rows_for(data, output)
     idx = np.flatnonzero(used)
     y = positive[idx]
