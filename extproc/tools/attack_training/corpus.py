@@ -129,8 +129,10 @@ class TrainConfig:
     written_latin: bool = False
     # - the benign rows of `benign_frames_latin.jsonl` too (the harmful output only);
     written_frames: bool = False
-    # - the other scripts' stage also trains on `benign_help_scripts.jsonl` (the base outputs never do);
-    written_help_scripts: bool = False
+    # - the other scripts' stage also trains on `benign_help_scripts.jsonl` (the base outputs never do).
+    #   On in every recipe since 2026-12-07 (the shipped stage: a Hindi "how to quit cannabis" was
+    #   refused, and no figure of the stage got worse; see the weights' README);
+    written_help_scripts: bool = True
     # - each written row's weight (both files) beside a corpus row of a group the same size: a
     #   group of 40 written rows otherwise weighs as much as a corpus group of 40 (weight_power).
     written_scale: float = 1.0
