@@ -31,7 +31,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="training recipe ('default' reproduces the shipped weights; 'issue48': every script, "
         "thresholds chosen out of fold; 'written-latin': the harmful output also learns the Latin-script "
         "written rows at a quarter weight, measured and not shipped; 'written-frames': those rows with benign "
-        "requests in the same frames, and help-seeking rows for the other scripts' stage, measured and not shipped)",
+        "requests in the same frames at a quarter weight, measured and not shipped; every recipe's other-scripts "
+        "stage learns the help-seeking rows)",
     )
     parser.add_argument("--cache-dir", type=Path, help="where MiniLM embeddings of the corpus are cached")
     parser.set_defaults(func=run)

@@ -78,18 +78,26 @@ _YOU_ARE = ("you are", "you re", "youre")
 # After a rule noun: a user's own earlier words ("ignore the previous instructions I gave you about
 # tone") or a game's rules ("forget the earlier rules of the game we were playing"), not the model's.
 _NOT_OWN_WORDS = (
-    r"(?!(?: that| which)? (?:i|we)"
-    r" (?:gave|give|wrote|sent|asked|told|said|made|posted|set|mentioned|provided|shared|added|typed)\b"
-    r"| of (?:the |this |that |our |my )?(?:game|games|quiz|trivia|puzzle|contest|competition|sport|exercise)\b)"
+    r"(?!(?:\x20that|\x20which)?\x20(?:i|we)\x20"
+    r"(?:gave|give|wrote|sent|asked|told|said|made|posted|provided|shared|added|typed)\b"
+    r"|\x20of\x20(?:the\x20|this\x20|that\x20|our\x20|my\x20)?(?:game|games|quiz|trivia|puzzle|contest|competition|sport|exercise)\b)"
 )
 
-# The same in the other languages (their views are accent-free: "t'ai donnees" reads "t ai donnees").
-_NOT_OWN_ES = r"(?!(?: \w+)? que (?:yo )?(?:te|le|les|os) (?:di|dije|escribi|mande|pedi)\b| del? (?:juego|concurso)\b)"
+# The English one takes one space only (\x20, which `rule` leaves as written): ASCII views keep
+# a sentence break as two spaces, so "ignore all previous instructions. I said ..." stays an
+# override. The other languages' forms (a relative clause: "que te di", "die ich dir") are specific
+# enough to read across a comma, which views also turn into a space.
+_NOT_OWN_ES = (
+    r"(?!(?: \w+)? que (?:yo )?(?:te|le|les|os) (?:di|dije|escribi|mande|pedi)\b"
+    r"| del? (?:juego|concurso)\b)"
+)
 _NOT_OWN_FR = r"(?!(?: \w+)? que je (?:t|vous) ai\b| du jeu\b| de jeu\b)"
 _NOT_OWN_DE = r"(?!(?: \w+)? die ich (?:dir|ihnen|euch)\b| des spiels\b| vom spiel\b)"
 _NOT_OWN_IT = r"(?!(?: \w+)? che (?:io )?(?:ti|vi|le) ho\b| del gioco\b)"
-_NOT_OWN_PT = r"(?!(?: \w+)? que (?:eu )?(?:te|lhe|vos|lhes) (?:dei|disse|passei|mandei|escrevi|pedi)\b| do jogo\b)"
-
+_NOT_OWN_PT = (
+    r"(?!(?: \w+)? que (?:eu )?(?:te|lhe|vos|lhes) (?:dei|disse|passei|mandei|escrevi|pedi)\b"
+    r"| do jogo\b)"
+)
 # The user's own words in Turkish ("önceki verdiğim talimatları": the instructions I gave) and Vietnamese.
 _TR_SELF = ("benim", "bizim", "verdigim", "verdigimiz", "yazdigim", "yazdigimiz", "soyledigim", "soyledigimiz",
             "gonderdigim", "istedigim")  # fmt: skip
@@ -438,7 +446,8 @@ RULES: tuple[Rule, ...] = (
           r"|sebelum ini|yang lama|awal|(?:dari )?(?:pengembang|developer|pembuat|sistem)\w*)\b"),
     _rule(_OVERRIDE, 0.85, ("bo qua", "quen", "phot lo", "lo di"),
           rf" {_gap(4, _VI_SELF)}(?:huong dan|chi dan|chi thi|quy tac|lenh|menh lenh|yeu cau) {_gap(2, _VI_SELF)}"
-          r"(?:truoc|truoc do|ban dau|cu)\b(?!(?: [dđ]o)? (?:toi|minh|chung toi) )"),
+          r"(?:truoc|truoc do|ban dau|cu)\b"
+          r"(?!(?:\x20[dđ]o)?\x20(?:toi|minh|chung\x20toi)\x20(?:[dđ]ua|viet|noi|gui|[dđ]a\x20[dđ]ua|dan|bao)\b)"),
     # The persona without limits, in more words: "an AI free of every ethical rule", "an uncensored AI",
     # "una IA sin ningún tipo de filtro", "eine KI ohne jegliche Einschränkungen": a quantifier may
     # stand between "without" and what is lacking, and the persona may be asked for with any verb of

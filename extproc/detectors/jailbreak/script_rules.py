@@ -357,7 +357,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_OVERRIDE, 0.85, (_KO_YOUR, _KO_FILTERS, _KO_GET_AROUND), gap=(4, 10)),
     # Russian (stems: the endings vary)
     _script_rule(_OVERRIDE, 0.85, (_RU_IGNORE, _RU_BEFORE, _RU_RULES), gap=30, not_after=("не ",),
-                 gap_not=("мои ", "наши "), then_not=("которые я ", "которые мы ", "что я ")),
+                 gap_not=("мои ", "наши "), then_not=("которые я ", "которые мы ")),
     _script_rule(_EXFIL, 0.85, (_RU_SHOW, _RU_HIDDEN), gap=30),
     _script_rule(_ROLEPLAY, 0.85, (_RU_PERSONA, _RU_UNBOUND), gap=40),
     _script_rule(_ROLEPLAY, 0.85, (_RU_PERSONA, _RU_LACK, _RU_LIMIT_STEMS), gap=(40, 16)),
