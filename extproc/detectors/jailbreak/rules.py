@@ -76,32 +76,43 @@ _STRONG_MODES = tuple(m for m in _EVIL_MODES if m not in _GAME_MODES)
 _YOU_ARE = ("you are", "you re", "youre")
 
 # After a rule noun: a user's own earlier words ("ignore the previous instructions I gave you about
-# tone") or a game's rules ("forget the earlier rules of the game we were playing"), not the model's.
-_NOT_OWN_WORDS = (
-    r"(?!(?:\x20that|\x20which)?\x20(?:i|we)\x20"
-    r"(?:gave|give|wrote|sent|asked|told|said|made|posted|provided|shared|added|typed)\b"
-    r"|\x20of\x20(?:the\x20|this\x20|that\x20|our\x20|my\x20)?(?:game|games|quiz|trivia|puzzle|contest|competition|sport|exercise)\b)"
+# tone") or a game's rules ("forget the earlier rules of the game we were playing"), not the model's;
+# unless the model's makers or its system are named in the next words ("the instructions I gave and
+# the system's", "des Spiels und des Systems"). Written with \x20, which `rule` leaves as written.
+_SECOND_OWNER = (
+    r"(?!(?:\x20+[^\x20]+){0,8}?\x20+(?:system|systems|systeme|sistema|systemu|developers?|desarrollador\w*"
+    r"|developpeur\w*|entwickler\w*|sviluppator\w*|desenvolvedor\w*|creators?|creadores|createurs|makers|openai"
+    r"|anthropic)\b)"
 )
 
-# The English one takes one space only (\x20, which `rule` leaves as written): ASCII views keep
-# a sentence break as two spaces, so "ignore all previous instructions. I said ..." stays an
-# override. The other languages' forms (a relative clause: "que te di", "die ich dir") are specific
-# enough to read across a comma, which views also turn into a space.
-_NOT_OWN_ES = (
-    r"(?!(?: \w+)? que (?:yo )?(?:te|le|les|os) (?:di|dije|escribi|mande|pedi)\b"
-    r"| del? (?:juego|concurso)\b)"
+
+def _not_own(forms: str) -> str:
+    """A look-ahead failing where `forms` (the user's own words) follow and no second owner does."""
+    return rf"(?!(?:{forms}){_SECOND_OWNER})"
+
+
+# The English forms take one space only: ASCII views keep a sentence break as two spaces, so
+# "ignore all previous instructions. I said ..." stays an override. The other languages' forms (a
+# relative clause: "que te di", "die ich dir") are specific enough to read across a comma, which
+# views also turn into a space.
+_NOT_OWN_WORDS = _not_own(
+    r"(?:\x20that|\x20which)?\x20(?:i|we)\x20(?:gave|give|wrote|sent|asked|told|said|made|posted|provided|shared"
+    r"|added|typed)\b|\x20of\x20(?:the\x20|this\x20|that\x20|our\x20|my\x20)?(?:game|games|quiz|trivia|puzzle"
+    r"|contest|competition|sport|exercise)\b"
 )
-_NOT_OWN_FR = r"(?!(?: \w+)? que je (?:t|vous) ai\b| du jeu\b| de jeu\b)"
-_NOT_OWN_DE = r"(?!(?: \w+)? die ich (?:dir|ihnen|euch)\b| des spiels\b| vom spiel\b)"
-_NOT_OWN_IT = r"(?!(?: \w+)? che (?:io )?(?:ti|vi|le) ho\b| del gioco\b)"
-_NOT_OWN_PT = (
-    r"(?!(?: \w+)? que (?:eu )?(?:te|lhe|vos|lhes) (?:dei|disse|passei|mandei|escrevi|pedi)\b"
-    r"| do jogo\b)"
+_NOT_OWN_ES = _not_own(
+    r"(?:\x20+\w+)?\x20+que\x20+(?:yo\x20+)?(?:te|le|les|os)\x20+(?:di|dije|escribi|mande|pedi)\b"
+    r"|\x20+del?\x20+(?:juego|concurso)\b"
 )
-# The user's own words in Turkish ("önceki verdiğim talimatları": the instructions I gave) and Vietnamese.
-_TR_SELF = ("benim", "bizim", "verdigim", "verdigimiz", "yazdigim", "yazdigimiz", "soyledigim", "soyledigimiz",
-            "gonderdigim", "istedigim")  # fmt: skip
-_VI_SELF = ("toi", "minh")
+_NOT_OWN_FR = _not_own(r"(?:\x20+\w+)?\x20+que\x20+je\x20+(?:t|vous)\x20+ai\b|\x20+du\x20+jeu\b|\x20+de\x20+jeu\b")
+_NOT_OWN_DE = _not_own(
+    r"(?:\x20+\w+)?\x20+die\x20+ich\x20+(?:dir|ihnen|euch)\b|\x20+des\x20+spiels\b|\x20+vom\x20+spiel\b"
+)
+_NOT_OWN_IT = _not_own(r"(?:\x20+\w+)?\x20+che\x20+(?:io\x20+)?(?:ti|vi|le)\x20+ho\b|\x20+del\x20+gioco\b")
+_NOT_OWN_PT = _not_own(
+    r"(?:\x20+\w+)?\x20+que\x20+(?:eu\x20+)?(?:te|lhe|vos|lhes)\x20+(?:dei|disse|passei|mandei|escrevi|pedi)\b"
+    r"|\x20+do\x20+jogo\b"
+)
 
 RULES: tuple[Rule, ...] = (
     # --- instruction_override -------------------------------------------------------------
@@ -438,16 +449,15 @@ RULES: tuple[Rule, ...] = (
           r"|poleceniach|zasady|zasadach|reguly|regulach)\b"),
     _rule(_OVERRIDE, 0.85, ("onceki", "daha onceki", "butun", "tum", "eski", "gelistiricinin", "gelistiricinin sana",
                             "sistemin", "sana verilen", "sana verdigi", "sana verdikleri"),
-          rf" {_gap(2, _TR_SELF)}(?:talimatları|talimatlari|kuralları|kurallari|komutları|komutlari|yonergeleri"
+          rf" {_gap(2)}(?:talimatları|talimatlari|kuralları|kurallari|komutları|komutlari|yonergeleri"
           rf"|kısıtlamaları|kisitlamalari) {_gap(2)}(?:yok say|unut|gormezden gel|bos ver|umursama|dikkate alma"
           r"|ihmal et|atla)"),
     _rule(_OVERRIDE, 0.85, ("abaikan", "lupakan", "acuhkan"),
           rf" {_gap(3)}(?:instruksi|perintah|aturan|arahan|pedoman|batasan) {_gap(2)}(?:sebelumnya|terdahulu"
           r"|sebelum ini|yang lama|awal|(?:dari )?(?:pengembang|developer|pembuat|sistem)\w*)\b"),
     _rule(_OVERRIDE, 0.85, ("bo qua", "quen", "phot lo", "lo di"),
-          rf" {_gap(4, _VI_SELF)}(?:huong dan|chi dan|chi thi|quy tac|lenh|menh lenh|yeu cau) {_gap(2, _VI_SELF)}"
-          r"(?:truoc|truoc do|ban dau|cu)\b"
-          r"(?!(?:\x20[dđ]o)?\x20(?:toi|minh|chung\x20toi)\x20(?:[dđ]ua|viet|noi|gui|[dđ]a\x20[dđ]ua|dan|bao)\b)"),
+          rf" {_gap(4)}(?:huong dan|chi dan|chi thi|quy tac|lenh|menh lenh|yeu cau) {_gap(2)}(?:truoc|truoc do"
+          r"|ban dau|cu)\b"),
     # The persona without limits, in more words: "an AI free of every ethical rule", "an uncensored AI",
     # "una IA sin ningún tipo de filtro", "eine KI ohne jegliche Einschränkungen": a quantifier may
     # stand between "without" and what is lacking, and the persona may be asked for with any verb of

@@ -60,22 +60,15 @@ def _script_rule(
     *,
     gap: int | Sequence[int],
     not_after: Iterable[str] = (),
-    gap_not: Iterable[str] = (),
-    then_not: Iterable[str] = (),
 ) -> Rule:
-    """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent). `gap_not`:
-    words no gap may hold, `then_not`: words that may not follow the match (the user's own "I",
-    as in "ignore the instructions I gave you earlier": a correction, not an override)."""
+    """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent)."""
     phrases = [tuple(part) for part in parts]
     alts = [_alt(normalize(p) for p in part) for part in phrases]
     gaps = [gap] * (len(alts) - 1) if isinstance(gap, int) else list(gap)
     if len(gaps) != len(alts) - 1:
         raise ValueError("one gap per joint")
     guard = "".join(f"(?<!{re.escape(normalize(n) + (' ' if n.endswith(' ') else ''))})" for n in not_after)
-    filler = f"(?:(?!{_alt(normalize(w) for w in gap_not)}).)" if gap_not else "."
-    pattern = alts[0] + "".join(f"(?:{filler}{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
-    if then_not:
-        pattern += f"(?!\\w* ?{_alt(normalize(w) for w in then_not)})"  # the rest of the word, then them
+    pattern = alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
     not_after_pattern = re.compile(guard) if guard else None
     return Rule(category, weight, frozenset(), re.compile(pattern), not_after_pattern, _needs(phrases))
 
@@ -325,7 +318,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_EXFIL, 0.8, (_RU_SECRETS, _RU_HANDED), gap=40),
     _script_rule(_EXFIL, 0.8, (_RU_HANDED, _RU_SECRETS), gap=12),
     # Chinese
-    _script_rule(_OVERRIDE, 0.85, (_ZH_IGNORE, _ZH_BEFORE, _ZH_RULES), gap=8, not_after=_ZH_NOT, gap_not=("我",)),
+    _script_rule(_OVERRIDE, 0.85, (_ZH_IGNORE, _ZH_BEFORE, _ZH_RULES), gap=8, not_after=_ZH_NOT),
     # asked of the model ("告诉我你的系统提示"), not prose about leaks ("攻击者可以泄露系统提示")
     _script_rule(_EXFIL, 0.85, (_ZH_SHOW, ("我", "你", "您"), _ZH_HIDDEN), gap=6, not_after=_ZH_NOT),
     _script_rule(_EXFIL, 0.85, (_ZH_HIDDEN, ("告诉我", "告訴我", "给我", "給我", "发给我", "發給我")), gap=10),
@@ -348,16 +341,14 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_EXFIL, 0.85, (_JA_SETUP, _JA_SECRETS, _JA_SHOW), gap=(4, 16)),
     _script_rule(_OVERRIDE, 0.85, (_JA_YOUR, _JA_FILTERS, _JA_GET_AROUND), gap=(4, 8)),
     # Korean (object before verb; NFKD spells a syllable as two or three letters)
-    _script_rule(_OVERRIDE, 0.85, (_KO_BEFORE, _KO_RULES, _KO_IGNORE), gap=24,
-                 gap_not=("내가", "제가", "우리가", "저희가")),
+    _script_rule(_OVERRIDE, 0.85, (_KO_BEFORE, _KO_RULES, _KO_IGNORE), gap=24),
     _script_rule(_EXFIL, 0.85, (_KO_HIDDEN, ("를", "을", "의 내용을", "내용을", "전문을"), _KO_SHOW), gap=(0, 24)),
     _script_rule(_ROLEPLAY, 0.85, (_KO_UNBOUND, ("ai", "인공지능", "어시스턴트", "챗봇", "모델", "존재")), gap=12),
     _script_rule(_ROLEPLAY, 0.85, (_KO_LACKING, ("ai", "인공지능", "어시스턴트", "챗봇", "모델", "존재")), gap=16),
     _script_rule(_ROLEPLAY, 0.85, (_KO_MODES,), gap=0),
     _script_rule(_OVERRIDE, 0.85, (_KO_YOUR, _KO_FILTERS, _KO_GET_AROUND), gap=(4, 10)),
     # Russian (stems: the endings vary)
-    _script_rule(_OVERRIDE, 0.85, (_RU_IGNORE, _RU_BEFORE, _RU_RULES), gap=30, not_after=("не ",),
-                 gap_not=("мои ", "наши "), then_not=("которые я ", "которые мы ")),
+    _script_rule(_OVERRIDE, 0.85, (_RU_IGNORE, _RU_BEFORE, _RU_RULES), gap=30, not_after=("не ",)),
     _script_rule(_EXFIL, 0.85, (_RU_SHOW, _RU_HIDDEN), gap=30),
     _script_rule(_ROLEPLAY, 0.85, (_RU_PERSONA, _RU_UNBOUND), gap=40),
     _script_rule(_ROLEPLAY, 0.85, (_RU_PERSONA, _RU_LACK, _RU_LIMIT_STEMS), gap=(40, 16)),
@@ -374,8 +365,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
                                   ("отключен", "выключен", "сняты", "снят", "отменен", "отменён", "не действу",
                                    "не существу", "больше нет", "перестали действовать", "не работа")), gap=(2, 24)),
     # Hindi (object before verb)
-    _script_rule(_OVERRIDE, 0.85, (_HI_BEFORE, _HI_RULES, _HI_IGNORE), gap=(16, 12),
-                 not_after=("मेरे ", "मेरी ", "हमारे "), gap_not=("मैंने", "मेरे", "हमने")),
+    _script_rule(_OVERRIDE, 0.85, (_HI_BEFORE, _HI_RULES, _HI_IGNORE), gap=(16, 12)),
     _script_rule(_ROLEPLAY, 0.85, (_HI_PERSONA, _HI_BEINGS, _HI_LIMITS, ("नहीं", "न हो")), gap=(24, 40, 14)),
     _script_rule(_ROLEPLAY, 0.85, (_HI_PERSONA, _HI_BEINGS, ("बिना",), _HI_LIMITS), gap=(24, 30, 12)),
 )  # fmt: skip
