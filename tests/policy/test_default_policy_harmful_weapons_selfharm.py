@@ -250,12 +250,6 @@ BOMB_WITH_HARM = [
 ]
 
 
-@pytest.mark.parametrize("text", BOMB_LOOK_ALIKES)
-def test_a_bath_seed_sweet_or_pump_bomb_is_not_refused(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, named(outcome))
-
-
 @pytest.mark.parametrize("text", BOMB_WITH_HARM)
 def test_a_look_alike_bomb_beside_a_weapon_word_is_still_refused(router: Router, text: str) -> None:
     outcome = route_text(router, text)
@@ -353,8 +347,8 @@ ACT_SAID = [
 ]
 
 
-@pytest.mark.parametrize("text", ACT_UNSAID)
-def test_a_drug_or_person_word_without_the_act_is_not_refused(router: Router, text: str) -> None:
+@pytest.mark.parametrize("text", BOMB_LOOK_ALIKES + ACT_UNSAID)
+def test_a_look_alike_compound_idiom_or_word_without_the_act_is_not_refused(router: Router, text: str) -> None:
     outcome = route_text(router, text)
     assert outcome.decision not in REFUSALS, (text, named(outcome))
 
