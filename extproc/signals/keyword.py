@@ -31,6 +31,13 @@ alone: "etc." may also end a sentence, and joining must not let one sentence's e
 the next one's request. The stem gate reads the text as written: a stem must not need the dots
 dropped ("tropfen", not "ko-tropfen").
 
+`excuse_in_sentence:` lists regexes (case as the keywords, each read as a whole word) that excuse a
+match in their own sentence only: a keyword counts when one of its matches sits in a sentence
+(between `.?!。？！` or a line break) holding none of them. "How do I make meth? Then recommend a
+movie." is a request for meth beside a movie question, while "In Minecraft, how do I make TNT?" is
+a game's. A signal matched only in excused sentences is not matched; the excuse costs nothing on
+the texts without a match.
+
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
 """
@@ -86,6 +93,7 @@ class KeywordSpec(TextSignalSpec):
     prefilter: list[str] = Field(default_factory=list)  # stems a text must hold before the keywords are searched
     max_chars: int | None = Field(default=None, ge=2)  # read only the first and last max_chars / 2 characters
     join_abbreviations: bool = False  # an abbreviation's dots ("K.O.", "z.B.") are no sentence ends
+    excuse_in_sentence: list[str] = Field(default_factory=list)  # regexes excusing a match in their sentence
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -104,6 +112,14 @@ class KeywordSpec(TextSignalSpec):
                     raise ValueError(f"keywords[{i}] {kw!r} is not a valid regular expression: {exc}") from exc
                 if compiled.fullmatch("") is not None:
                     raise ValueError(f"keywords[{i}] {kw!r} matches the empty string, so it would match any text")
+        for i, excuse in enumerate(self.excuse_in_sentence):
+            where = f"excuse_in_sentence[{i}] {excuse!r}"
+            try:
+                compiled = re.compile(excuse)
+            except re.error as exc:
+                raise ValueError(f"{where} is not a valid regular expression: {exc}") from exc
+            if compiled.fullmatch("") is not None:
+                raise ValueError(f"{where} matches the empty string, so it would excuse any text")
         return self
 
 
@@ -118,6 +134,26 @@ def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
     head = r"(?<!\w)" if _bounded(kw[0]) else ""
     tail = r"(?!\w)" if _bounded(kw[-1]) else ""
     return f"{head}{body}{tail}"
+
+
+# What ends a sentence for `excuse_in_sentence`: the same marks the sentence-reading patterns stop at.
+_SENTENCE_END = re.compile("[.?!\u3002\uff1f\uff01\n]")
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of the sentence(s) holding text[start:end] (a zero-width match: the sentence it opens)."""
+    head = max(text.rfind(mark, 0, start) for mark in ".?!\u3002\uff1f\uff01\n") + 1
+    tail = _SENTENCE_END.search(text, max(end, start))
+    return head, tail.start() if tail else len(text)
+
+
+def _unexcused(pattern: re.Pattern[str], excuse: re.Pattern[str], text: str) -> bool:
+    """Does `pattern` match in a sentence of `text` that holds no `excuse`?"""
+    for m in pattern.finditer(text):
+        head, tail = _sentence(text, m.start(), m.end())
+        if excuse.search(text, head, tail) is None:
+            return True
+    return False
 
 
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -150,6 +186,10 @@ class KeywordSignal(Signal):
                 self._combined = re.compile(alternation, flags)
             except re.error:  # e.g. an inline global flag inside one keyword
                 self._combined = None
+        self._excuse: re.Pattern[str] | None = None
+        if spec.excuse_in_sentence:
+            excuses = "|".join(rf"(?<!\w)(?:{e})(?!\w)" for e in spec.excuse_in_sentence)
+            self._excuse = re.compile(excuses, 0 if spec.case_sensitive else re.IGNORECASE)
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(self._labels)
@@ -169,6 +209,15 @@ class KeywordSignal(Signal):
         return [label for label, h in zip(self._labels, hit, strict=True) if h]
 
     def _hits(self, text: str) -> list[bool]:
+        """Per keyword, in policy order: is it present in `text` (in a sentence no excuse covers)?"""
+        hit = self._present(text)
+        excuse = self._excuse
+        if excuse is not None and any(hit) and excuse.search(text) is not None:
+            haystack = text.casefold() if self._fold else text
+            hit = [h and _unexcused(self._each[i], excuse, haystack) for i, h in enumerate(hit)]
+        return hit
+
+    def _present(self, text: str) -> list[bool]:
         """Per keyword, in policy order: is it present in `text`?"""
         if self._needles is not None:
             haystack = text.casefold() if self._fold else text

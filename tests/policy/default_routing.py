@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import Settings
 from extproc.signals.base import SignalResult
+from extproc.signals.keyword import KeywordSignal, KeywordSpec
 from tests.suite_env import SUITE_ENVIRON
 
 
@@ -33,3 +37,30 @@ def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSON-lines file (a dev set), blank lines skipped."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+POLICY = Path(__file__).resolve().parents[2] / "extproc" / "data" / "policies" / "default.yaml"
+
+
+@functools.cache
+def _policy_signal(name: str) -> dict[str, Any]:
+    specs: list[dict[str, Any]] = yaml.safe_load(POLICY.read_text(encoding="utf-8"))["signals"]
+    return next(s for s in specs if s["name"] == name)
+
+
+def excuse_words(text: str) -> list[str]:
+    """The game, film, story or prop words of harmful_howto's `excuse_in_sentence` that `text` holds
+    anywhere (the pattern signals read them in a match's own sentence only)."""
+    words = {
+        "name": "excuse",
+        "type": "keyword",
+        "regex": True,
+        "keywords": _policy_signal("harmful_howto")["excuse_in_sentence"],
+    }
+    return KeywordSignal(KeywordSpec.model_validate(words)).found(text)
+
+
+def without_excuse(name: str) -> KeywordSignal:
+    """The named pattern signal with its `excuse_in_sentence` dropped: what its patterns name
+    before a game or film word excuses them."""
+    return KeywordSignal(KeywordSpec.model_validate({**_policy_signal(name), "excuse_in_sentence": []}))

@@ -53,6 +53,5 @@ def test_no_rule_refuses_an_everyday_look_alike(router: Router, row: dict[str, A
         assert row["text"] not in REFUSED_BY_THE_CLASSIFIER, ("listed as refused but answered", row["text"])
         return
     rules = [s.name for s in outcome.signals if s.name in RULE_SIGNALS and s.matched]
-    excused = {s.name for s in outcome.signals if s.name == "harmful_howto_context" and s.matched}
-    assert not (rules and not excused), (row["text"], outcome.decision, rules)
+    assert not rules, (row["text"], outcome.decision, rules)  # a game or film word is read inside the rules
     assert row["text"] in REFUSED_BY_THE_CLASSIFIER, (row["text"], outcome.decision)
