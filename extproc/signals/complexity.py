@@ -22,13 +22,23 @@ margin >= `thresholds.hard` is `hard`, margin <= -`thresholds.easy` is `easy`, a
 between `medium`. The label's score is in (0, 1] (0.5 + margin / 2 for hard, 0.5 - margin / 2 for
 easy, 1 - |margin| for medium); the evidence gives the margin and the cues.
 
-A routing signal: without MiniLM it is unknown, so a rule on it never fires on its account.
+Optional first stage (`first_stage: {model: static, hard: H, easy: E}`): the turn's static vector
+(the subject classifier's distilled MiniLM token vectors, `static_embedding.py`: a gather, no
+forward pass) against the examples embedded the same way, same `top_k` and cues. A static margin
+>= `H` answers `hard` and <= -`E` answers `easy` without MiniLM; anything between is embedded as
+above. A MiniLM embedding already cached (domain's second stage) is read first: where one exists
+the first stage is never asked. Static margins run on their own scale (all SIF-mean vectors share
+a common direction), hence their own band.
+
+A routing signal: without MiniLM it is unknown, so a rule on it never fires on its account (the
+first stage still answers the texts it is sure of).
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -46,7 +56,9 @@ from extproc.signals.base import (
     SignalUnavailable,
     TextSignalSpec,
 )
-from extproc.signals.domain import DomainSpec, select_turns
+from extproc.signals.domain import DomainSpec, get_shipped_domain, select_turns
+
+log = logging.getLogger(__name__)
 
 LEVELS = ("easy", "medium", "hard")
 _NUMBERED = re.compile(r"(?:^|\s)(?:\(?[a-d1-9][.)]|part [a-d1-9])\s", re.IGNORECASE)
@@ -81,6 +93,20 @@ class ComplexityCues(BaseModel):
     structure_weight: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
+class ComplexityFirstStage(BaseModel):
+    """A cheap reading that answers without MiniLM when its margin is outside (-easy, hard)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: Literal["static"] = "static"  # the shipped subject classifier's static token vectors
+    hard: float = Field(gt=0.0, le=2.0)  # static margin (with cues) at or above: hard, no embedding
+    easy: float = Field(gt=0.0, le=2.0)  # static margin at or below minus this: easy, no embedding
+
+
+class StaticVectors(Protocol):
+    def vector(self, text: str) -> FloatArray: ...
+
+
 class ComplexitySpec(TextSignalSpec):
     type: Literal["complexity"]
     hard: list[str] = Field(min_length=1)
@@ -89,6 +115,7 @@ class ComplexitySpec(TextSignalSpec):
     cues: ComplexityCues = Field(default_factory=ComplexityCues)
     top_k: int = Field(default=1, ge=1, le=16)  # examples averaged per side: the margin's neighbourhood
     max_chars: int = Field(default=2000, ge=16)
+    first_stage: ComplexityFirstStage | None = None
 
     @field_validator("hard", "easy")
     @classmethod
@@ -127,22 +154,38 @@ class ComplexitySignal(Signal):
     cost: ClassVar[int] = COST_EMBEDDING
     spec: ComplexitySpec
 
-    def __init__(self, spec: ComplexitySpec, embedder: TextEmbedder | None = None, reason: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: ComplexitySpec,
+        embedder: TextEmbedder | None = None,
+        reason: str | None = None,
+        static: StaticVectors | None = None,
+    ) -> None:
         super().__init__(spec)
         self.spec = spec
         self._embedder = embedder
         self._reason = reason
         self._hard: FloatArray | None = None
         self._easy: FloatArray | None = None
+        # The first stage runs only when configured and its vectors load; otherwise every text embeds.
+        self._static = static if spec.first_stage is not None else None
+        self._static_hard: FloatArray | None = None
+        self._static_easy: FloatArray | None = None
         self._turns_spec = DomainSpec(name=spec.name, type="domain", max_turns=1, max_chars=spec.max_chars)
 
     @classmethod
     def build(cls, spec: ComplexitySpec, ctx: BuildContext) -> ComplexitySignal:
+        static: StaticVectors | None = None
+        if spec.first_stage is not None:
+            try:
+                static = get_shipped_domain(ctx.models).inner.static
+            except ModelUnavailable as exc:
+                log.warning("signal %s: no first stage, every text is embedded: %s", spec.name, exc)
         try:
             embedder = ctx.text_embedder()
         except ModelUnavailable as exc:
-            return cls(spec, None, f"complexity needs the text embedder: {exc}")
-        signal = cls(spec, embedder)
+            return cls(spec, None, f"complexity needs the text embedder: {exc}", static)
+        signal = cls(spec, embedder, None, static)
         ctx.executor.submit_sync(signal.prepare)
         return signal
 
@@ -151,9 +194,15 @@ class ComplexitySignal(Signal):
         if self._embedder is not None:
             self._hard = self._embedder.embed(self.spec.hard)
             self._easy = self._embedder.embed(self.spec.easy)
+        self._prepare_static()
+
+    def _prepare_static(self) -> None:
+        if self._static is not None and self._static_hard is None:
+            self._static_easy = np.stack([self._static.vector(t) for t in self.spec.easy])
+            self._static_hard = np.stack([self._static.vector(t) for t in self.spec.hard])
 
     def unavailable_reason(self) -> str | None:
-        return self._reason if self._embedder is None else None
+        return self._reason if self._embedder is None and self._static is None else None
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(LEVELS)
@@ -163,6 +212,27 @@ class ComplexitySignal(Signal):
             self.prepare()
         assert self._hard is not None and self._easy is not None
         return self._nearest(self._hard @ vec) - self._nearest(self._easy @ vec)
+
+    def first_stage(self, text: str) -> Evaluation | None:
+        """The static reading's answer when it is outside the unsure band, else None."""
+        band = self.spec.first_stage
+        if self._static is None or band is None:
+            return None
+        self._prepare_static()
+        assert self._static_hard is not None and self._static_easy is not None
+        vec = self._static.vector(text)
+        similarity = self._nearest(self._static_hard @ vec) - self._nearest(self._static_easy @ vec)
+        shift, why = cue_shift(text, self.spec.cues)
+        margin = similarity + shift
+        if margin >= band.hard:
+            level, score = "hard", 0.5 + min(margin, 1.0) / 2
+        elif margin <= -band.easy:
+            level, score = "easy", 0.5 - max(margin, -1.0) / 2
+        else:
+            return None
+        cue_note = ", " + ", ".join(why) if why else ""
+        evidence = (f"{level}: static margin {margin:+.3f} (similarity {similarity:+.3f}{cue_note}); stage: first",)
+        return Evaluation(matched=True, score=score, labels={level: score}, evidence=evidence)
 
     def _nearest(self, similarities: FloatArray) -> float:
         """The mean of the `top_k` highest similarities (all of them when a side has fewer)."""
@@ -194,7 +264,7 @@ class ComplexitySignal(Signal):
 
     def answer_now(self, request: RoutingRequest) -> Evaluation | None:
         """When the turn's embedding is already cached (domain's second stage or a repeat): no hop."""
-        if self._embedder is None:
+        if self._embedder is None and self._static is None:
             return None
         text = self._newest(request)
         if text is None:
@@ -202,14 +272,22 @@ class ComplexitySignal(Signal):
         cache = getattr(self._embedder, "cache", None)
         cached = cache.peek(text_key(text)) if isinstance(cache, LruCache) else None
         if cached is None:
-            return None
+            return self.first_stage(text)
         return self.judge(text, np.asarray(cached, dtype=np.float32))
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
-        if self._embedder is None:
-            raise SignalUnavailable(self._reason or "no text embedder")
         text = self._newest(request)
         if text is None:
             return Evaluation(matched=False, evidence=("no user text",))
+        if self._embedder is None:
+            sure = self.first_stage(text)
+            if sure is not None:
+                return sure
+            raise SignalUnavailable(self._reason or "no text embedder")
+        cache = getattr(self._embedder, "cache", None)
+        if not (isinstance(cache, LruCache) and cache.peek(text_key(text)) is not None):
+            sure = self.first_stage(text)
+            if sure is not None:
+                return sure
         vecs = await ctx.executor.run(self._embedder.embed, [text])
         return self.judge(text, vecs[0])
