@@ -285,7 +285,8 @@ class ComplexitySignal(Signal):
         return turns[0].text if turns else None
 
     def answer_now(self, request: RoutingRequest) -> Evaluation | None:
-        """When the turn's embedding is already cached (domain's second stage or a repeat): no hop."""
+        """When the turn's embedding is already cached (domain's second stage or a repeat), or the
+        first stage is sure: the answer, with no hop."""
         if self._embedder is None and self._static is None:
             return None
         text = self.newest(request)
@@ -298,6 +299,8 @@ class ComplexitySignal(Signal):
         return self.judge(text, np.asarray(cached, dtype=np.float32))
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
+        if self._embedder is None and self._static is None:
+            raise SignalUnavailable(self._reason or "no text embedder")
         text = self.newest(request)
         if text is None:
             return Evaluation(matched=False, evidence=("no user text",))
