@@ -17,8 +17,9 @@ import yaml
 from extproc.outcome import RoutingOutcome
 from extproc.router import Router
 from extproc.settings import DEFAULT_POLICY
+from extproc.signals.complexity import ComplexitySignal
 from extproc.tools.near_repeats import near_any
-from tests.policy.default_routing import default_router, route_text
+from tests.policy.default_routing import default_router, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -133,3 +134,46 @@ def test_everyday_health_questions_reach_the_medical_model(router: Router, text:
 @pytest.mark.parametrize("text", EVERYDAY_OTHER_LANGUAGES)
 def test_everyday_requests_in_other_languages_are_not_health_questions(router: Router, text: str) -> None:
     assert route_text(router, text).decision == "general"
+
+
+# Clear cases the static first stage of `difficulty` settles without MiniLM (issue 43).
+FIRST_STAGE = {
+    "Using Lagrange multipliers, find the extrema of f(x, y, z) = xyz on the sphere x^2 + y^2 + z^2 = 3 "
+    "and prove which are maxima.": ("hard", "stem_hard"),
+    "Solve the recurrence T(n) = 2T(n/2) + n^2 and prove the bound by induction.": ("hard", "stem_hard"),
+    "what does HTTP 404 mean": ("easy", "stem_easy"),
+    "how do I convert a string to an int in python": ("easy", "stem_easy"),
+}
+
+
+def difficulty_signal(router: Router) -> ComplexitySignal:
+    complexity = router.policy.signals["difficulty"]
+    assert isinstance(complexity, ComplexitySignal)
+    return complexity
+
+
+@pytest.mark.parametrize("text", FIRST_STAGE)
+def test_difficulty_first_stage_settles_clear_cases_as_minilm_would(router: Router, text: str) -> None:
+    level, decision = FIRST_STAGE[text]
+    complexity = difficulty_signal(router)
+    first = complexity.first_stage(text)
+    assert first is not None and set(first.labels) == {level}
+    outcome = route_text(router, text)
+    assert set(signal(outcome, "difficulty").labels) == {level} and outcome.decision == decision
+    # MiniLM, asked anyway, reads the same level
+    assert complexity._embedder is not None
+    assert set(complexity.judge(text, complexity._embedder.embed([text])[0]).labels) == {level}
+
+
+def test_difficulty_first_stage_answers_without_minilm(router: Router) -> None:
+    """A STEM turn the subject classifier's stage 1 settles has no cached embedding: the first stage answers."""
+    outcome = route_text(router, "how do I convert a list to a set in python")  # no other test embeds it
+    assert "stage: first" in signal(outcome, "subject_area").evidence[-1]
+    assert "stage: first" in signal(outcome, "difficulty").evidence[0]
+
+
+def test_difficulty_leaves_unsure_cases_to_minilm(router: Router) -> None:
+    text = "Prove that a connected graph with n vertices and n-1 edges is a tree."
+    assert difficulty_signal(router).first_stage(text) is None
+    difficulty = signal(route_text(router, text), "difficulty")
+    assert "stage: first" not in difficulty.evidence[0] and set(difficulty.labels) == {"hard"}
