@@ -2,7 +2,8 @@
 (`benign_frames_latin.jsonl`) beside the written Latin rows, grafted onto the shipped weights
 (the attack output unchanged), as the fourth pass did: `_fit_output`, 5 folds, thresholds out of
 fold, the cached MiniLM vectors. `--part script` refits the other scripts' stage with
-`benign_help_scripts.jsonl` instead (lexical only, no embeddings).
+`benign_help_scripts.jsonl` instead (lexical only, no embeddings); `--written-scripts` adds
+`harmful_written_scripts.jsonl` (issue 48, sixth pass), `--l2` changes the lexical penalty.
 
     nice -n 5 .venv/bin/python bench/experiments/harmful_frames.py --part latin --scale 0.25 --out /tmp/w25
     nice -n 5 .venv/bin/python bench/experiments/harmful_frames.py --part script --out /tmp/wscript
@@ -57,6 +58,8 @@ def main() -> int:
     parser.add_argument("--base", type=Path, default=DEFAULT_WEIGHTS_DIR, help="weights to graft onto")
     parser.add_argument("--cache-dir", type=Path, default=Path("/work/wt/cache"))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--written-scripts", action="store_true", help="script part: harmful_written_scripts.jsonl too")
+    parser.add_argument("--l2", type=float, help="the lexical L2 penalty (default: TrainConfig's)")
     parser.add_argument("--wait-for", type=Path, help="a file whose existence says the cache is filled")
     args = parser.parse_args()
     say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -66,6 +69,8 @@ def main() -> int:
         written_frames=not args.no_frames,
         written_help_scripts=True,
         written_scale=args.scale,
+        written_scripts=args.written_scripts,
+        **({"lexical_l2": args.l2} if args.l2 is not None else {}),
     )
     if args.out.resolve() != args.base.resolve():
         shutil.copytree(args.base, args.out, dirs_exist_ok=True)
@@ -94,7 +99,12 @@ def main() -> int:
         meta["thresholds"]["harmful"] = {**fit.thresholds, **({"script_high": script_high} if script_high else {})}
         stage = meta["cv_metrics"]["harmful"].get("script_stage")
         meta["cv_metrics"]["harmful"] = {**fit.metrics, **({"script_stage": stage} if stage else {})}
-    meta.setdefault("experiment", {})[args.part] = {"scale": args.scale, "frames": not args.no_frames}
+    meta.setdefault("experiment", {})[args.part] = {
+        "scale": args.scale,
+        "frames": not args.no_frames,
+        "written_scripts": args.written_scripts,
+        "l2": cfg.lexical_l2,
+    }
     save_safetensors(lexical, args.out / LEXICAL_FILE)
     save_safetensors(head, args.out / HEAD_FILE)
     (args.out / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -50,6 +50,10 @@ FRAMES_LATIN_FILE = WRITTEN_HARMFUL_FILE.with_name("benign_frames_latin.jsonl")
 # Benign help-seeking questions in other scripts (quitting drugs, staying safe, medicines): rows of
 # the other scripts' stage only.
 HELP_SCRIPTS_FILE = WRITTEN_HARMFUL_FILE.with_name("benign_help_scripts.jsonl")
+# Plain harmful requests and as many benign twins in the same frames (cooking, medicine, safety,
+# recovery, security, history) in zh ja ko ru ar hi (issue 48, sixth pass): rows of the other
+# scripts' stage only, where the corpus holds harmful rows in Chinese alone.
+WRITTEN_SCRIPTS_FILE = WRITTEN_HARMFUL_FILE.with_name("harmful_written_scripts.jsonl")
 EmbedFn = Callable[[Sequence[str]], npt.ArrayLike]
 
 
@@ -133,6 +137,8 @@ class TrainConfig:
     #   On in every recipe since 2026-12-07 (the shipped stage: a Hindi "how to quit cannabis" was
     #   refused, and no figure of the stage got worse; see the weights' README);
     written_help_scripts: bool = True
+    # - the other scripts' stage also trains on `harmful_written_scripts.jsonl` (harmful rows and twins).
+    written_scripts: bool = False
     # - each written row's weight (both files) beside a corpus row of a group the same size: a
     #   group of 40 written rows otherwise weighs as much as a corpus group of 40 (weight_power).
     written_scale: float = 1.0

@@ -33,6 +33,7 @@ from extproc.tools.attack_training.corpus import (
     WRITTEN_HARMFUL,
     WRITTEN_HARMFUL_FILE,
     WRITTEN_LATIN_FILE,
+    WRITTEN_SCRIPTS_FILE,
     WRITTEN_TWIN,
     BoolArray,
     CorpusRow,
@@ -170,6 +171,8 @@ def _training_set(
         extra_rows += _written(seen, FRAMES_LATIN_FILE)
     if script_stage and cfg.written_help_scripts:
         extra_rows += _written(seen, HELP_SCRIPTS_FILE)
+    if script_stage and cfg.written_scripts:
+        extra_rows += _written(seen, WRITTEN_SCRIPTS_FILE)
     rows = corpus_rows + crop_rows + extra_rows
     n_corpus = len(corpus_rows)
     texts = [r.text for r in rows]
