@@ -292,11 +292,15 @@ class ComplexitySignal(Signal):
         text = self.newest(request)
         if text is None:
             return Evaluation(matched=False, evidence=("no user text",))
-        cache = getattr(self._embedder, "cache", None)
-        cached = cache.peek(text_key(text)) if isinstance(cache, LruCache) else None
+        cached = self._cached(text)
         if cached is None:
             return self.first_stage(text)
         return self.judge(text, np.asarray(cached, dtype=np.float32))
+
+    def _cached(self, text: str) -> object | None:
+        """The turn's MiniLM embedding if the embedder's cache already holds it (nothing is computed)."""
+        cache = getattr(self._embedder, "cache", None)
+        return cache.peek(text_key(text)) if isinstance(cache, LruCache) else None
 
     async def evaluate(self, request: RoutingRequest, ctx: SignalContext) -> Evaluation:
         if self._embedder is None and self._static is None:
@@ -309,8 +313,7 @@ class ComplexitySignal(Signal):
             if sure is not None:
                 return sure
             raise SignalUnavailable(self._reason or "no text embedder")
-        cache = getattr(self._embedder, "cache", None)
-        if not (isinstance(cache, LruCache) and cache.peek(text_key(text)) is not None):
+        if self._cached(text) is None:
             sure = self.first_stage(text)
             if sure is not None:
                 return sure

@@ -106,21 +106,20 @@ class KeywordSpec(TextSignalSpec):
                 raise ValueError(f"keywords[{i}] {label!r} is listed twice")
             seen.add(label)
             if self.regex:
-                try:
-                    compiled = re.compile(kw)
-                except re.error as exc:
-                    raise ValueError(f"keywords[{i}] {kw!r} is not a valid regular expression: {exc}") from exc
-                if compiled.fullmatch("") is not None:
-                    raise ValueError(f"keywords[{i}] {kw!r} matches the empty string, so it would match any text")
+                _check_regex(kw, f"keywords[{i}] {kw!r}", "match any text")
         for i, excuse in enumerate(self.excuse_in_sentence):
-            where = f"excuse_in_sentence[{i}] {excuse!r}"
-            try:
-                compiled = re.compile(excuse)
-            except re.error as exc:
-                raise ValueError(f"{where} is not a valid regular expression: {exc}") from exc
-            if compiled.fullmatch("") is not None:
-                raise ValueError(f"{where} matches the empty string, so it would excuse any text")
+            _check_regex(excuse, f"excuse_in_sentence[{i}] {excuse!r}", "excuse any text")
         return self
+
+
+def _check_regex(pattern: str, where: str, if_empty: str) -> None:
+    """A policy regex must compile and must not match the empty string (it would `if_empty`)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{where} is not a valid regular expression: {exc}") from exc
+    if compiled.fullmatch("") is not None:
+        raise ValueError(f"{where} matches the empty string, so it would {if_empty}")
 
 
 def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
@@ -137,12 +136,13 @@ def _keyword_pattern(kw: str, spec: KeywordSpec) -> str:
 
 
 # What ends a sentence for `excuse_in_sentence`: the same marks the sentence-reading patterns stop at.
-_SENTENCE_END = re.compile("[.?!\u3002\uff1f\uff01\n]")
+_SENTENCE_MARKS = ".?!\u3002\uff1f\uff01\n"
+_SENTENCE_END = re.compile(f"[{_SENTENCE_MARKS}]")
 
 
 def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     """The span of the sentence(s) holding text[start:end] (a zero-width match: the sentence it opens)."""
-    head = max(text.rfind(mark, 0, start) for mark in ".?!\u3002\uff1f\uff01\n") + 1
+    head = max(text.rfind(mark, 0, start) for mark in _SENTENCE_MARKS) + 1
     tail = _SENTENCE_END.search(text, max(end, start))
     return head, tail.start() if tail else len(text)
 
