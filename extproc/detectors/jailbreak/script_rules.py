@@ -34,11 +34,7 @@ _SCRIPT_RANGES = (
     ("\u0400", "\u052f"), ("\u0900", "\u097f"), ("\u3040", "\u30ff"), ("\u3400", "\u9fff"), ("\uf900", "\ufaff"),
     ("\uac00", "\ud7af"),
 )
-_NEEDS: dict[str, re.Pattern[str]] = {}
-_HANGUL = re.compile("[\uac00-\ud7af]")
-# How far before a match the user's own words may start, in normalized characters: a first person
-# and a few letters of what it owns (NFKD spells a Hangul syllable in two or three)
-_OWN_BACK = 12  # one compiled class per distinct set of scripts
+_NEEDS: dict[str, re.Pattern[str]] = {}  # one compiled class per distinct set of scripts
 
 
 def _needs(parts: Sequence[Sequence[str]]) -> re.Pattern[str] | None:
@@ -64,11 +60,8 @@ def _script_rule(
     *,
     gap: int | Sequence[int],
     not_after: Iterable[str] = (),
-    own: tuple[Iterable[str], Iterable[str]] | None = None,
 ) -> Rule:
-    """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent). `own`: the
-    user's own words, a first person then what it owns ("我" then "之前"), ending inside the match
-    or just before it: a match holding them is the user's own earlier request."""
+    """`gap`: one limit for every joint, or one per joint (0: the parts are adjacent)."""
     phrases = [tuple(part) for part in parts]
     alts = [_alt(normalize(p) for p in part) for part in phrases]
     gaps = [gap] * (len(alts) - 1) if isinstance(gap, int) else list(gap)
@@ -77,15 +70,7 @@ def _script_rule(
     guard = "".join(f"(?<!{re.escape(normalize(n) + (' ' if n.endswith(' ') else ''))})" for n in not_after)
     pattern = alts[0] + "".join(f"(?:.{{0,{g}}}?)" + a if g else a for g, a in zip(gaps, alts[1:], strict=True))
     not_after_pattern = re.compile(guard) if guard else None
-    # A first person, then what it owns; in Korean, which spaces its words, the first person starts
-    # a word ("제 이전", not the end of "문제 이전")
-    own_pattern = None
-    if own:
-        firsts = [normalize(p) for p in own[0]]
-        start = "(?<![^ ])" if any(_HANGUL.search(p) for p in own[0]) else ""
-        own_pattern = re.compile(start + _alt(firsts) + " ?" + _alt(normalize(p) for p in own[1]))
-    return Rule(category, weight, frozenset(), re.compile(pattern), not_after_pattern, _needs(phrases), own_pattern,
-                _OWN_BACK if own else 0)
+    return Rule(category, weight, frozenset(), re.compile(pattern), not_after_pattern, _needs(phrases))
 
 
 _ZH_NOT = (
@@ -101,10 +86,6 @@ _ZH_BEFORE = (
     "之前", "以前", "先前", "上面", "上述", "前面", "此前", "原有", "原来", "原來", "原始", "所有",
     "全部", "一切", "你的", "您的", "系统", "系統", "开发者", "開發者",
 )
-# The user's own earlier request: "忽略我之前的要求", "忘掉我给你的指示" (ignore what I asked before)
-_ZH_I = ("我", "我们", "我們")
-_ZH_MINE = ("之前", "以前", "先前", "刚才", "剛才", "刚刚", "剛剛", "上面", "前面", "此前", "原来", "原來",
-            "给你", "給你", "对你", "對你", "跟你", "和你", "给您", "給您", "对您", "對您")
 _ZH_RULES = (
     "指令", "指示", "规则", "規則", "规定", "規定", "限制", "设定", "設定", "提示", "要求", "命令",
     "约束", "約束", "准则", "準則", "政策", "安全协议", "安全協議", "过滤", "過濾", "审查", "審查",
@@ -153,10 +134,6 @@ _JA_BEFORE = (
     "以前の", "前の", "これまでの", "上記の", "先ほどの", "今までの", "元の", "最初の", "あなたの",
     "システムの", "すべての", "全ての", "開発者の", "開発者からの", "開発元の", "運営からの", "設定された",
 )
-# "私の前の指示は無視して", "僕が出した以前の指示は忘れて": the user's own earlier instruction
-_JA_I = ("私の", "僕の", "俺の", "自分の", "わたしの", "ぼくの", "私が出した", "僕が出した", "私が書いた", "私からの")
-_JA_MINE = ("以前の", "前の", "これまでの", "上記の", "先ほどの", "さっきの", "今までの", "元の", "最初の",
-            "指示", "ルール")
 _JA_RULES = (
     "指示", "命令", "ルール", "規則", "制約", "指令", "ガイドライン", "プロンプト", "制限",
     "ポリシー", "倫理規定",
@@ -197,9 +174,6 @@ _JA_MODES = (
 _KO_BEFORE = (
     "이전", "앞의", "앞선", "위의", "기존", "모든", "당신의", "너의", "시스템", "원래",
 )
-# "제 이전 지시는 무시하고", "내가 앞서 한 지시는 잊어": the user's own earlier instruction
-_KO_I = ("제", "내", "저의", "나의", "제가", "내가", "저희", "우리")
-_KO_MINE = ("이전", "앞의", "앞선", "앞서", "위의", "기존", "원래", "아까", "처음", "지시", "지침", "요청")
 _KO_RULES = (
     "지침", "지시", "명령", "규칙", "제한", "프롬프트", "가이드라인", "정책", "제약",
 )
@@ -344,7 +318,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_EXFIL, 0.8, (_RU_SECRETS, _RU_HANDED), gap=40),
     _script_rule(_EXFIL, 0.8, (_RU_HANDED, _RU_SECRETS), gap=12),
     # Chinese
-    _script_rule(_OVERRIDE, 0.85, (_ZH_IGNORE, _ZH_BEFORE, _ZH_RULES), gap=8, not_after=_ZH_NOT, own=(_ZH_I, _ZH_MINE)),
+    _script_rule(_OVERRIDE, 0.85, (_ZH_IGNORE, _ZH_BEFORE, _ZH_RULES), gap=8, not_after=_ZH_NOT),
     # asked of the model ("告诉我你的系统提示"), not prose about leaks ("攻击者可以泄露系统提示")
     _script_rule(_EXFIL, 0.85, (_ZH_SHOW, ("我", "你", "您"), _ZH_HIDDEN), gap=6, not_after=_ZH_NOT),
     _script_rule(_EXFIL, 0.85, (_ZH_HIDDEN, ("告诉我", "告訴我", "给我", "給我", "发给我", "發給我")), gap=10),
@@ -358,7 +332,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_ROLEPLAY, 0.4, (_DEV_MODES,), gap=0),
     _script_rule(_OVERRIDE, 0.85, (_ZH_GET_AROUND, ("你的", "您的", "你自己的"), _ZH_FILTERS), gap=(2, 4)),
     # Japanese (object before verb)
-    _script_rule(_OVERRIDE, 0.85, (_JA_BEFORE, _JA_RULES, _JA_IGNORE), gap=10, own=(_JA_I, _JA_MINE)),
+    _script_rule(_OVERRIDE, 0.85, (_JA_BEFORE, _JA_RULES, _JA_IGNORE), gap=10),
     _script_rule(_OVERRIDE, 0.85, (_JA_SAFETY, _JA_RULES, _JA_IGNORE), gap=8),
     # the prompt as the object ("システムプロンプトを表示"), not a topic ("システムプロンプトの書き方を教えて")
     _script_rule(_EXFIL, 0.85, (_JA_HIDDEN, ("を", "の内容を", "の全文を", "全文を"), _JA_SHOW), gap=(0, 10)),
@@ -367,7 +341,7 @@ SCRIPT_RULES: tuple[Rule, ...] = (
     _script_rule(_EXFIL, 0.85, (_JA_SETUP, _JA_SECRETS, _JA_SHOW), gap=(4, 16)),
     _script_rule(_OVERRIDE, 0.85, (_JA_YOUR, _JA_FILTERS, _JA_GET_AROUND), gap=(4, 8)),
     # Korean (object before verb; NFKD spells a syllable as two or three letters)
-    _script_rule(_OVERRIDE, 0.85, (_KO_BEFORE, _KO_RULES, _KO_IGNORE), gap=24, own=(_KO_I, _KO_MINE)),
+    _script_rule(_OVERRIDE, 0.85, (_KO_BEFORE, _KO_RULES, _KO_IGNORE), gap=24),
     _script_rule(_EXFIL, 0.85, (_KO_HIDDEN, ("를", "을", "의 내용을", "내용을", "전문을"), _KO_SHOW), gap=(0, 24)),
     _script_rule(_ROLEPLAY, 0.85, (_KO_UNBOUND, ("ai", "인공지능", "어시스턴트", "챗봇", "모델", "존재")), gap=12),
     _script_rule(_ROLEPLAY, 0.85, (_KO_LACKING, ("ai", "인공지능", "어시스턴트", "챗봇", "모델", "존재")), gap=16),

@@ -39,23 +39,15 @@ class Rule:
     # Characters a text must hold for the rule to match at all (a rule of Russian phrases needs
     # Cyrillic): a text without them skips the rule's search. None: tried on every text.
     needs: re.Pattern[str] | None = None
-    # The user's own earlier words ("忽略我之前的要求", "私の前の指示は無視して": ignore MY previous
-    # request), searched from `own_back` characters before a match to its end: found, the match is
-    # a user correcting themselves (as English "ignore my previous instructions" is), not an attack.
-    own: re.Pattern[str] | None = None
-    own_back: int = 0
 
     def finditer(self, view: str) -> Iterator[re.Match[str]]:
-        """What `pattern` with its `not_after` lookbehinds in front would find in `view`, less the
-        matches `own` marks as the user's own words."""
-        if self.not_after is None and self.own is None:
+        """What `pattern` with its `not_after` lookbehinds in front would find in `view`."""
+        if self.not_after is None:
             yield from self.pattern.finditer(view)
             return
         pos = 0
         while (m := self.pattern.search(view, pos)) is not None:
-            if (self.not_after is not None and self.not_after.match(view, m.start()) is None) or (
-                self.own is not None and self.own.search(view, max(0, m.start() - self.own_back), m.end()) is not None
-            ):
+            if self.not_after.match(view, m.start()) is None:
                 pos = m.start() + 1  # as the engine would: the next start position
                 continue
             yield m
