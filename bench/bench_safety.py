@@ -87,6 +87,9 @@ PROBE_FILES = (
     "attack_probes.jsonl",
     "attack_probes_unseen.jsonl",
     "attack_probes_hiding.jsonl",
+    # plain harmful requests in non-Latin scripts written for issue 48 (helper x48); the patterns
+    # written beside them did not land (too many false refusals), so this is the gap they measure
+    "harmful_probes_scripts.jsonl",
     "harmful_multilingual_heldout.jsonl",
 )
 
