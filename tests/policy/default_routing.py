@@ -34,6 +34,11 @@ def signal(outcome: RoutingOutcome, name: str) -> SignalResult:
     return next(s for s in outcome.signals if s.name == name)
 
 
+def matched_labels(outcome: RoutingOutcome, names: tuple[str, ...]) -> list[str]:
+    """The labels of the named signals that matched, in the outcome's signal order."""
+    return [label for s in outcome.signals if s.name in names and s.matched for label in s.labels]
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSON-lines file (a dev set), blank lines skipped."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

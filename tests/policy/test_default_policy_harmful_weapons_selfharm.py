@@ -21,7 +21,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, excuse_words, read_jsonl, route_text, signal
+from tests.policy.default_routing import default_router, excuse_words, matched_labels, read_jsonl, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,7 @@ MORE_BENIGN = [
 
 
 def named(outcome: Any) -> set[str]:
-    return set(signal(outcome, "harmful_howto").labels) | set(signal(outcome, "harmful_against_people").labels)
+    return set(matched_labels(outcome, ("harmful_howto", "harmful_against_people")))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, route_text, signal
+from tests.policy.default_routing import default_router, matched_labels, route_text, signal
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def router() -> Router:
 
 
 def named(outcome: Any) -> set[str]:
-    return {label for s in outcome.signals if s.name in RULES and s.matched for label in s.labels}
+    return set(matched_labels(outcome, RULES))
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, route_text
+from tests.policy.default_routing import default_router, matched_labels, route_text
 
 pytestmark = pytest.mark.slow
 
@@ -22,8 +22,7 @@ def router() -> Router:
 
 def rule_labels(router: Router, text: str) -> tuple[str | None, list[str]]:
     outcome = route_text(router, text)
-    labels = [label for s in outcome.signals if s.name in RULES and s.matched for label in s.labels]
-    return outcome.decision, labels
+    return outcome.decision, matched_labels(outcome, RULES)
 
 
 # The speaker is the one tracked, tricked or talked out of harm: older request-and-act branches
