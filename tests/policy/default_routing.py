@@ -65,7 +65,13 @@ def excuse_words(text: str) -> list[str]:
     return KeywordSignal(KeywordSpec.model_validate(words)).found(text)
 
 
+def keyword_signal(name: str, **overrides: Any) -> KeywordSignal:
+    """The default policy's keyword signal `name` built on its own (the policy read once), with
+    any spec fields replaced by `overrides` (e.g. `prefilter=[]` for the ungated patterns)."""
+    return KeywordSignal(KeywordSpec.model_validate({**_policy_signal(name), **overrides}))
+
+
 def without_excuse(name: str) -> KeywordSignal:
     """The named pattern signal with its `excuse_in_sentence` dropped: what its patterns name
     before a game or film word excuses them."""
-    return KeywordSignal(KeywordSpec.model_validate({**_policy_signal(name), "excuse_in_sentence": []}))
+    return keyword_signal(name, excuse_in_sentence=[])

@@ -9,17 +9,12 @@ are answered while the twins stay refused. The everyday texts are also rows of
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
-import yaml
 
 from extproc.router import Router
-from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from extproc.signals.keyword import KeywordSignal
+from tests.policy.default_routing import default_router, keyword_signal, route_text, signal
 
-POLICY = Path(__file__).resolve().parents[2] / "extproc" / "data" / "policies" / "default.yaml"
 REFUSALS = ("harmful_request", "jailbreak_block")
 
 FAMILY = "parental controls and family safety apps"
@@ -101,14 +96,8 @@ REFUSED_TWINS = [
 ]
 
 
-def spec_of(name: str, *, gated: bool = True) -> dict[str, Any]:
-    policy = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
-    spec: dict[str, Any] = next(s for s in policy["signals"] if s["name"] == name)
-    return spec if gated else {**spec, "prefilter": []}
-
-
 def frame(name: str, *, gated: bool = True) -> KeywordSignal:
-    return KeywordSignal(KeywordSpec(**spec_of(name, gated=gated)))
+    return keyword_signal(name) if gated else keyword_signal(name, prefilter=[])
 
 
 @pytest.mark.parametrize(("text", "label"), HARMFUL_FRAMED)

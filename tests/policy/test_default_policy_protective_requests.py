@@ -9,17 +9,12 @@ the everyday texts are answered and the twins stay refused. The everyday texts a
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
-import yaml
 
 from extproc.router import Router
-from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, route_text, signal
+from extproc.signals.keyword import KeywordSignal
+from tests.policy.default_routing import default_router, keyword_signal, route_text, signal
 
-POLICY = Path(__file__).resolve().parents[2] / "extproc" / "data" / "policies" / "default.yaml"
 REFUSALS = ("harmful_request", "jailbreak_block")
 
 SCAM = "scammers warned against"
@@ -107,9 +102,7 @@ UNFRAMED_ONLY = [
 
 
 def frame() -> KeywordSignal:
-    policy: dict[str, Any] = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
-    spec = next(s for s in policy["signals"] if s["name"] == "protective_request_frame")
-    return KeywordSignal(KeywordSpec.model_validate(spec))
+    return keyword_signal("protective_request_frame")
 
 
 @pytest.fixture(scope="module")
