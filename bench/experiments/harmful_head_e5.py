@@ -190,13 +190,13 @@ def all_texts() -> list[str]:
 
 
 def embed(work: Path, part: int, parts: int) -> None:
-    from extproc.models.text_embedder import _OnnxEncoder
+    from extproc.models.text_embedder import TextEmbedder
 
     mine = all_texts()[part::parts]
-    encoder = _OnnxEncoder(work / "e5", 256, 1)  # fp32, one thread: run one process a core
+    encoder = TextEmbedder(work / "e5", cache_size=0, torch_threads=1)  # fp32, one thread: one process a core
     vectors = np.zeros((len(mine), 384), np.float32)
     for i in range(0, len(mine), 256):
-        vectors[i : i + 256] = encoder(["query: " + t for t in mine[i : i + 256]])
+        vectors[i : i + 256] = encoder.embed_uncached(["query: " + t for t in mine[i : i + 256]])
         print(f"part {part}: {i + 256} / {len(mine)}", flush=True)
     np.save(work / f"vectors_{part}.npy", vectors)
     (work / f"texts_{part}.json").write_text(json.dumps(mine), encoding="utf-8")
