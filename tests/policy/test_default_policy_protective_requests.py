@@ -9,11 +9,15 @@ the everyday texts are answered and the twins stay refused. The everyday texts a
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
+import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal
-from tests.policy.default_routing import default_router, keyword_signal, route_text, signal
+from tests.policy.default_routing import POLICY, default_router, keyword_signal, route_text, signal
 
 REFUSALS = ("harmful_request", "jailbreak_block")
 
@@ -189,3 +193,37 @@ SECOND_REQUESTS = [
 @pytest.mark.parametrize("text", SECOND_REQUESTS)
 def test_a_second_request_beside_a_protective_one_stays_refused(router: Router, text: str) -> None:
     assert route_text(router, text).decision == "harmful_request", text
+
+
+# The frame excuses three of harmful_against_people's labels; harmful_request names every other label
+# as a leaf of its own, so that a framed text still refuses on it. A label added to the signal later
+# and not named there would be excused by any frame: this check keeps the two lists together.
+EXCUSED = {"scams against a person", "abusive or hateful message", "theft"}
+
+
+def labels_refused_whatever_the_frame(policy: dict[str, Any]) -> set[str]:
+    decision = next(d for d in policy["decisions"] if d["name"] == "harmful_request")
+    return {
+        leaf["label"]
+        for leaf in decision["when"]["any"]
+        if isinstance(leaf, dict) and leaf.get("signal") == "harmful_against_people" and "label" in leaf
+    }
+
+
+def unnamed_labels(policy: dict[str, Any]) -> set[str]:
+    spec = next(s for s in policy["signals"] if s["name"] == "harmful_against_people")
+    labels = {re.match(r"\(\?#([^)]*)\)", k).group(1) for k in spec["keywords"] if k.startswith("(?#")}  # type: ignore[union-attr]
+    return labels - EXCUSED - labels_refused_whatever_the_frame(policy)
+
+
+def test_every_label_the_frame_does_not_explain_refuses_on_its_own() -> None:
+    policy: dict[str, Any] = yaml.safe_load(POLICY.read_text(encoding="utf-8"))
+    assert unnamed_labels(policy) == set()
+    # The check catches a label left out of the decision.
+    decision = next(d for d in policy["decisions"] if d["name"] == "harmful_request")
+    decision["when"]["any"] = [
+        leaf
+        for leaf in decision["when"]["any"]
+        if not (isinstance(leaf, dict) and leaf.get("label") == "doxxing a person")
+    ]
+    assert unnamed_labels(policy) == {"doxxing a person"}
