@@ -1,5 +1,6 @@
 """Wrappers around a VSR config, unwrapped before the import proper: a Kubernetes / KServe
-ConfigMap holding the config as a string, and v0.3's multi-recipe layout (`recipes` each with
+ConfigMap holding the config as a string, the Helm chart's values file holding it under `config`
+(VSR's e2e profiles and deploy/kubernetes/*/semantic-router-values), and v0.3's multi-recipe layout (`recipes` each with
 its own `routing`, `entrypoints` naming the router model names and assigning models to a
 recipe's decisions)."""
 
@@ -28,7 +29,7 @@ class Prepared:
 
 def prepare(config: Mapping[str, Any], recipe: str | None) -> Prepared:
     out = Prepared(config)
-    out.config = _unwrap_configmap(config, out)
+    out.config = _unwrap_helm_values(_unwrap_configmap(config, out), out)
     if "recipes" in out.config:
         out.config = _select_recipe(out.config, recipe, out)
         out.from_recipe = True
@@ -51,6 +52,28 @@ def _unwrap_configmap(config: Mapping[str, Any], out: Prepared) -> Mapping[str, 
             out.items.append(ReportItem("ConfigMap", f"data.{key}", "mapped", "the VSR config held in this key"))
             return inner
     raise VsrImportError("a ConfigMap, but none of its data keys holds a vLLM Semantic Router config")
+
+
+def _unwrap_helm_values(config: Mapping[str, Any], out: Prepared) -> Mapping[str, Any]:
+    """The router config under a Helm values file's `config` key (a mapping, or YAML text), when the
+    top level is not itself a VSR config; the chart's other values (resources, image, ...) are
+    deployment settings and are named in the report, not read."""
+    if _VSR_KEYS & set(config) or "config" not in config:
+        return config
+    inner = config["config"]
+    if isinstance(inner, str):
+        try:
+            inner = yaml.safe_load(inner)
+        except yaml.YAMLError as exc:
+            raise VsrImportError(f"Helm values `config` is not valid YAML: {exc}") from None
+    if not (isinstance(inner, Mapping) and _VSR_KEYS & set(inner)):
+        return config
+    others = sorted(str(k) for k in config if k != "config")
+    why = "the VSR config under the chart's `config` key" + (
+        f"; the chart's other values ({', '.join(others)}) are deployment settings, not read" if others else ""
+    )
+    out.items.append(ReportItem("Helm values", "config", "mapped", why))
+    return inner
 
 
 def _select_recipe(config: Mapping[str, Any], wanted: str | None, out: Prepared) -> Mapping[str, Any]:
