@@ -267,7 +267,15 @@ class ModelMapper(ImporterState):
         self.fields(
             card,
             path,
-            {"name", "context_window_size", "modalities", "capabilities", "description", "modality"},
+            {
+                "name",
+                "context_window_size",
+                "modalities",
+                "capabilities",
+                "description",
+                "modality",
+                "reasoning_family_ref",
+            },
             {
                 k: "no counterpart: model catalog metadata"
                 for k in (
@@ -289,6 +297,12 @@ class ModelMapper(ImporterState):
             | {"quality_score": QUALITY_SCORE},
         )
         self._context_window(model, card.get("context_window_size"), f"{path}.context_window_size")
+        # A card's `reasoning_family_ref` names a family of providers.defaults.reasoning_families (the
+        # model's own `reasoning_family` / `reasoning.family`, when written, wins).
+        family_ref = str_or_none(card.get("reasoning_family_ref"))
+        if family_ref and not model.reasoning_family:
+            model.reasoning_family = family_ref
+            model.family_path = f"{path}.reasoning_family_ref"
         inputs = as_mapping(card.get("modalities")).get("input")
         model.image = (
             model.image
