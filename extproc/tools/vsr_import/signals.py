@@ -406,6 +406,17 @@ class SignalMapper(ModelMapper):
             self.unmapped(f"domain {name}", path, f"not carried over: a label must match {LABEL_PATTERN.pattern}")
             return False
         subjects = [str(x) for x in as_list(raw.get("mmlu_categories"))] or [name]
+        # A subject written with underscores (VSR's all-in-one config: `computer_science`) is read as
+        # the classifier's spelling; VSR itself matches the label as written, so this is approximated.
+        respelled = {x: x.replace("_", " ") for x in subjects if x not in SUBJECTS and x.replace("_", " ") in SUBJECTS}
+        if respelled:
+            subjects = [respelled.get(x, x) for x in subjects]
+            self.approx(
+                f"domain {name} subjects",
+                f"{path}.mmlu_categories" if raw.get("mmlu_categories") else f"{path}.name",
+                f"approximated: read {sorted(respelled)} as the classifier's subjects "
+                f"{sorted(respelled.values())} (VSR compares the label as written)",
+            )
         # Left unset, the shipped classifier runs: a domain is the subjects of it that it names.
         known = [x for x in subjects if x in SUBJECTS]
         if not known:
