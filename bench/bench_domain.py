@@ -168,15 +168,25 @@ def weights_at(rev: str) -> Path:
     import subprocess
     import tempfile
 
-    from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR, HEAD_FILE, LEXICAL_FILE, META_FILE, STATIC_FILE
+    from extproc.models.domain_classifier import (
+        DEFAULT_WEIGHTS_DIR,
+        HEAD_FILE,
+        LEXICAL_FILE,
+        META_FILE,
+        NEIGHBOURS_FILE,
+        STATIC_FILE,
+    )
 
     folder = Path(tempfile.mkdtemp(prefix="domain-weights-"))
     relative = DEFAULT_WEIGHTS_DIR.relative_to(REPO)
-    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE, META_FILE):
-        blob = subprocess.run(
-            ["git", "-C", str(REPO), "show", f"{rev}:{relative.as_posix()}/{name}"], capture_output=True, check=True
-        ).stdout
-        (folder / name).write_bytes(blob)
+    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE, META_FILE, NEIGHBOURS_FILE):
+        shown = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{rev}:{relative.as_posix()}/{name}"], capture_output=True
+        )
+        if shown.returncode != 0 and name == NEIGHBOURS_FILE:
+            continue  # weights from before the neighbour vote
+        shown.check_returncode()
+        (folder / name).write_bytes(shown.stdout)
     return folder
 
 
@@ -194,14 +204,25 @@ def run_loso(args: argparse.Namespace, classifier: DomainClassifier, embedder: A
     head_extra = load_rows(folder / HEAD_EXTRA_FILE) if (folder / HEAD_EXTRA_FILE).is_file() else []
     temperatures = classifier.meta.get("cv_metrics", {}).get("cv_temperatures", {})
     pair = (float(temperatures.get("first", 1.0)), float(temperatures.get("head", 1.0)))
-    cfg = TrainConfig(threads=args.threads)
+    vote_temperature = float(temperatures.get("vote", 1.0))
+    # weights without a neighbour vote (meta.json's head.neighbours) are scored without one
+    cfg = (
+        TrainConfig(threads=args.threads)
+        if classifier.neighbours
+        else TrainConfig(threads=args.threads, neighbours_k=0)
+    )
     if args.loso_recipe == "previous":
         extra = [r for r in extra if "issue 44" not in r.source]
         head_extra = []
         cfg = TrainConfig(
-            threads=args.threads, neutralise_numbers=False, head_l2=1e-4, head_source_power=0.0, head_blend=0.0
+            threads=args.threads,
+            neutralise_numbers=False,
+            head_l2=1e-4,
+            head_source_power=0.0,
+            head_blend=0.0,
+            neighbours_k=0,
         )
-        pair = (1.0, 1.0)
+        pair, vote_temperature = (1.0, 1.0), 1.0
     vectors = packaged_token_vectors(args.threads, Path(tempfile.gettempdir()) / "extproc-domain-cache")
     result = leave_source_out(
         corpus,
@@ -212,6 +233,7 @@ def run_loso(args: argparse.Namespace, classifier: DomainClassifier, embedder: A
         pair,
         log=lambda m: print(m, file=sys.stderr),
         head_extra=head_extra,
+        vote_temperature=vote_temperature,
     )
     return {"recipe": args.loso_recipe, **result.report(classifier.confident)}
 

@@ -32,7 +32,6 @@ sys.path.insert(0, str(REPO))
 
 from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR, SUBJECTS, DomainClassifier  # noqa: E402
 from extproc.tools.domain_loso import LeaveSourceOut, leave_source_out  # noqa: E402
-from extproc.tools.domain_sources import softmax_rows  # noqa: E402
 from extproc.tools.domain_training import (  # noqa: E402
     EXTRA_FILE,
     HEAD_EXTRA_FILE,
@@ -44,6 +43,7 @@ from extproc.tools.domain_training import (  # noqa: E402
     mix,
     packaged_token_vectors,
     row_sources,
+    stage2_probs,
 )
 
 CACHE = Path(tempfile.gettempdir()) / "extproc-domain-cache"
@@ -52,6 +52,13 @@ CACHE = Path(tempfile.gettempdir()) / "extproc-domain-cache"
 def temps(clf: DomainClassifier) -> tuple[float, float]:
     t = clf.meta["cv_metrics"]["cv_temperatures"]
     return float(t["first"]), float(t["head"])
+
+
+def vote_of(clf: DomainClassifier) -> tuple[int, float]:
+    """The weights' neighbour vote: its k (0: none) and its mix temperature."""
+    if clf.neighbours is None:
+        return 0, 1.0
+    return clf.neighbours.settings.k, clf.neighbours.settings.mix_temperature
 
 
 def main() -> None:
@@ -78,7 +85,7 @@ def main() -> None:
         f"{len(base_head_rows)} head-only rows"
     )
     embedder = minilm_embedder(1, CACHE)
-    cfg = TrainConfig(head_blend=args.blend)
+    cfg = TrainConfig(head_blend=args.blend, neighbours_k=vote_of(cand)[0])
     if args.stage1 is not None and args.stage1.is_file():
         # stage 1's leave-source-out probabilities of an earlier run: only the heads are refitted
         saved = np.load(args.stage1)
@@ -94,15 +101,16 @@ def main() -> None:
             temps(cand),
             log=print,
             head_extra=head_rows,
+            vote_temperature=vote_of(cand)[1],
         )
         if args.stage1 is not None:
             np.savez(args.stage1, y=result.y, folds=result.folds, first=result.first)
     labels = list(SUBJECTS)
     emb = np.asarray(embedder.embed([r.text for r in corpus]), dtype=np.float64)
 
-    def refit(blend: float, more_rows: list[Row], t_head: float) -> LeaveSourceOut:
-        """Another recipe's head on the same folds, mixed with the same stage-1 probabilities."""
-        cfg = TrainConfig(head_blend=blend)
+    def refit(blend: float, more_rows: list[Row], t_head: float, vote: tuple[int, float] = (0, 1.0)) -> LeaveSourceOut:
+        """Another recipe's head (and neighbour vote) on the same folds, mixed with the same stage-1 probabilities."""
+        cfg = TrainConfig(head_blend=blend, neighbours_k=vote[0])
         written = extra + more_rows  # the head's written rows: stage 1's and the head-only ones
         extra_emb = np.asarray(embedder.embed([r.text for r in written]), dtype=np.float64)
         extra_y = np.array([labels.index(r.label) for r in written], dtype=np.int64)
@@ -111,21 +119,21 @@ def main() -> None:
         head = np.zeros_like(result.head)
         for f in range(int(folds.max()) + 1):
             held, kept = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
-            hw, hb = fit_head(
+            memory = (
                 np.concatenate([emb[kept], extra_emb]),
                 np.concatenate([y[kept], extra_y]),
                 [sources[int(i)] for i in kept] + extra_sources,
-                len(labels),
-                cfg,
             )
-            head[held] = mix(softmax_rows((emb[held] @ hw + hb) / t_head), result.first[held], cfg.head_mix)
+            hw, hb = fit_head(*memory, len(labels), cfg)
+            probs, _ = stage2_probs((emb[held] @ hw + hb) / t_head, emb[held], memory, cfg, vote_temperature=vote[1])
+            head[held] = mix(probs, result.first[held], cfg.head_mix)
         return LeaveSourceOut(y, folds, result.first, head)
 
     if args.stage1 is not None and result.head is result.first:
-        result = refit(args.blend, head_rows, temps(cand)[1])
+        result = refit(args.blend, head_rows, temps(cand)[1], vote_of(cand))
     recipes: list[tuple[str, LeaveSourceOut, DomainClassifier]] = [
         ("candidate", result, cand),
-        ("base", refit(args.base_blend, base_head_rows, temps(base)[1]), base),
+        ("base", refit(args.base_blend, base_head_rows, temps(base)[1], vote_of(base)), base),
     ]
     for folder in args.also:
         other = DomainClassifier.load(folder)
@@ -133,7 +141,7 @@ def main() -> None:
         more = load_rows(rows_file) if rows_file.is_file() else []
         blend = float(other.meta["training"]["head_blend"])
         print(f"{folder}: blend {blend}, {len(more)} head-only rows")
-        recipes.append((str(folder), refit(blend, more, temps(other)[1]), other))
+        recipes.append((str(folder), refit(blend, more, temps(other)[1], vote_of(other)), other))
     out: dict[str, Any] = {}
     for name, res, clf in recipes:
         for conf in sorted({clf.confident, 0.4, 0.6}):

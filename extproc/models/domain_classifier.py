@@ -15,7 +15,8 @@ small share of texts goes further.
 Stage 2, embedding (only texts stage 1 is unsure of): a multinomial logistic regression over
 the all-MiniLM-L6-v2 sentence embedding (384-d, L2-normalised; `text_embedder.py`), its
 probabilities mixed with stage 1's (`head.mix` in meta.json): the two read different things
-and their average beats either.
+and their average beats either. Weights with `head.neighbours` in meta.json combine the head
+with a vote of the nearest training rows before that mix (`subject_neighbours.py`).
 
 Weights are safetensors plus `meta.json` (feature config, labels, thresholds, corpus hashes,
 cross-validated figures); `domain_training.py` writes them. This module needs numpy,
@@ -38,11 +39,13 @@ from extproc.models.attack_classifier import LexicalConfig, lexical_features
 from extproc.models.number_shapes import drop_number_shapes
 from extproc.models.registry import ModelUnavailable
 from extproc.models.static_embedding import StaticEmbedding, file_digest, load_tokenizer, packaged_tokenizer_path
+from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings
 
 DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent / "weights" / "domain_classifier"
 LEXICAL_FILE = "lexical.safetensors"
 HEAD_FILE = "embedding_head.safetensors"
 STATIC_FILE = "static.safetensors"
+NEIGHBOURS_FILE = "neighbours.safetensors"  # optional: stage 2's neighbour vote (`subject_neighbours.py`)
 META_FILE = "meta.json"
 FORMAT_VERSION = 2
 EMBEDDING_DIM = 384
@@ -178,6 +181,7 @@ class DomainClassifier:
         neutralise: bool = False,
         number_placeholder: str = "",
         drop_shapes: bool = False,
+        neighbours: NeighbourMemory | None = None,
     ) -> None:
         k = len(labels)
         if k < 2 or len(set(labels)) != k:
@@ -206,6 +210,9 @@ class DomainClassifier:
         self.number_placeholder = number_placeholder  # what its short numbers read as ("": removed)
         self.drop_shapes = bool(drop_shapes)  # dates, times, versions, prices... go before the placeholder
         self.meta: Mapping[str, Any] = meta or {}
+        if neighbours is not None and (neighbours.prior.shape != (k,) or neighbours.input_dim != EMBEDDING_DIM):
+            raise DomainClassifierError("neighbour memory does not match the labels and the embedding")
+        self.neighbours = neighbours
 
     @classmethod
     def load(cls, directory: Path | None = None, tokenizer_path: Path | None = None) -> DomainClassifier:
@@ -231,6 +238,8 @@ class DomainClassifier:
             neutralise = bool(features.get("neutralise_numbers", False))
             number_placeholder = str(features.get("number_placeholder", ""))
             drop_shapes = bool(features.get("drop_number_shapes", False))
+            raw_neighbours = meta["head"].get("neighbours")
+            vote_settings = NeighbourSettings.from_json(raw_neighbours) if raw_neighbours is not None else None
         except (KeyError, TypeError, ValueError) as exc:
             raise DomainClassifierError(f"{meta_path}: bad or missing field: {exc}") from exc
         tokenizer_path = tokenizer_path or packaged_tokenizer_path()
@@ -245,6 +254,17 @@ class DomainClassifier:
         head = _read_safetensors(head_path)
         static_tensors = _read_safetensors(static_path)
         static = StaticEmbedding.from_tensors(static_tensors, load_tokenizer(tokenizer_path), str(static_path))
+        head_tensors = (
+            _tensor(head, "weight", (EMBEDDING_DIM, k), head_path).astype(np.float32),
+            _tensor(head, "bias", (k,), head_path).astype(np.float32),
+        )
+        neighbours = None
+        if vote_settings is not None:
+            memory_path = directory / NEIGHBOURS_FILE
+            try:
+                neighbours = NeighbourMemory.from_tensors(_read_safetensors(memory_path), k, vote_settings)
+            except (KeyError, ValueError) as exc:
+                raise DomainClassifierError(f"{memory_path}: bad neighbour memory: {exc}") from exc
         return cls(
             labels,
             config,
@@ -252,14 +272,14 @@ class DomainClassifier:
             _tensor(lex, "bias", (k,), lex_path).astype(np.float32),
             static,
             _tensor(static_tensors, "weight", (static.dim, k), static_path).astype(np.float32),
-            _tensor(head, "weight", (EMBEDDING_DIM, k), head_path).astype(np.float32),
-            _tensor(head, "bias", (k,), head_path).astype(np.float32),
+            *head_tensors,
             confident,
             meta,
             head_mix,
             neutralise,
             number_placeholder,
             drop_shapes,
+            neighbours,
         )
 
     def first_stage_logits(self, text: str) -> FloatArray:
@@ -278,7 +298,8 @@ class DomainClassifier:
     def embedding_probs(self, embedding: npt.ArrayLike, first: FloatArray) -> FloatArray:
         """Stage 2: the head's probabilities on the embedding, mixed with stage 1's."""
         x = np.asarray(embedding, dtype=np.float32).reshape(-1)
-        head = softmax(x @ self.head_weight + self.head_bias)
+        logits = x @ self.head_weight + self.head_bias
+        head = softmax(logits) if self.neighbours is None else self.neighbours.probs(logits[None, :], x[None, :])[0]
         mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(first, dtype=np.float32)
         return np.asarray(mixed, dtype=np.float32)
 

@@ -33,6 +33,7 @@ from extproc.tools.domain_training import (
     predict_softmax,
     row_sources,
     stage1_text,
+    stage2_probs,
     static_embedding,
     tradeoff,
 )
@@ -71,6 +72,7 @@ def leave_source_out(
     temperatures: tuple[float, float] = (1.0, 1.0),
     log: Callable[[str], None] = lambda _m: None,
     head_extra: Sequence[Row] = (),
+    vote_temperature: float = 1.0,
 ) -> LeaveSourceOut:
     labels = list(SUBJECTS)
     k = len(labels)
@@ -108,8 +110,12 @@ def leave_source_out(
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
         first[held] = softmax_rows(logits / temperatures[0])
         kept_sources = [sources[int(i)] for i in kept] + extra_sources
-        hw, hb = fit_head(*head_rows.joined(np.concatenate([emb[kept], extra_emb]), ty, kept_sources), k, cfg)
+        head_train = head_rows.joined(np.concatenate([emb[kept], extra_emb]), ty, kept_sources)
+        hw, hb = fit_head(*head_train, k, cfg)
         head_logits = np.log(np.maximum(predict_softmax(emb[held], hw, hb), 1e-300))
-        head[held] = mix(softmax_rows(head_logits / temperatures[1]), first[held], cfg.head_mix)
+        probs, _ = stage2_probs(
+            head_logits / temperatures[1], emb[held], head_train, cfg, vote_temperature=vote_temperature
+        )
+        head[held] = mix(probs, first[held], cfg.head_mix)
         log(f"fold {f}: {held.size} rows held out, stage 1 {float((first[held].argmax(1) == y[held]).mean()):.3f}")
     return LeaveSourceOut(y, folds, first, head)

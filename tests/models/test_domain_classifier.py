@@ -20,6 +20,7 @@ from extproc.models.domain_classifier import (
     HEAD_FILE,
     LEXICAL_FILE,
     META_FILE,
+    NEIGHBOURS_FILE,
     NUMBER_PLACEHOLDER,
     STATIC_FILE,
     SUBJECTS,
@@ -118,7 +119,7 @@ def test_training_is_reproducible_byte_for_byte(trained: tuple[Path, Path, dict[
     data, out, _ = trained
     again = tmp_path / "again"
     train(data, again, embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY)
-    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, META_FILE):
+    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, NEIGHBOURS_FILE, META_FILE):
         assert (out / name).read_bytes() == (again / name).read_bytes(), name
 
 
@@ -240,7 +241,12 @@ def test_head_only_rows_train_stage_2_alone_and_are_recorded(
     head_rows.write_text(json.dumps({"text": "x", "label": "astrology"}) + "\n")
     with pytest.raises(ValueError, match="unknown subject 'astrology'"):
         train(
-            data, tmp_path / "bad", embedder=HashEmbedder(), token_vectors=TOKEN_VECTORS, config=TINY, head_extra=head_rows
+            data,
+            tmp_path / "bad",
+            embedder=HashEmbedder(),
+            token_vectors=TOKEN_VECTORS,
+            config=TINY,
+            head_extra=head_rows,
         )
 
 
@@ -250,7 +256,7 @@ def test_bad_weight_folders_are_refused_clearly(trained: tuple[Path, Path, dict[
         DomainClassifier.load(tmp_path / "nothing")
     broken = tmp_path / "broken"
     broken.mkdir()
-    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, META_FILE):
+    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE, NEIGHBOURS_FILE, META_FILE):
         (broken / name).write_bytes((out / name).read_bytes())
     (broken / HEAD_FILE).write_bytes(b"not safetensors")
     with pytest.raises(DomainClassifierError, match="cannot read"):
@@ -449,7 +455,7 @@ def test_weights_without_the_neutralise_flag_read_numbers_as_before(
     meta.pop("features")
     old = tmp_path / "old"
     old.mkdir()
-    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE):
+    for name in (LEXICAL_FILE, HEAD_FILE, STATIC_FILE, NEIGHBOURS_FILE):
         (old / name).write_bytes((out / name).read_bytes())
     (old / META_FILE).write_text(json.dumps(meta))
     loaded = DomainClassifier.load(old)
@@ -491,3 +497,49 @@ def test_leave_source_out_predicts_every_row_without_its_source(tmp_path: Path) 
     for label in SUBJECTS:
         assert len({int(f) for f, r in zip(result.folds, corpus, strict=True) if r.label == label}) == 1
     assert report["stage1"] == 0.0
+
+
+def test_the_neighbour_vote_is_served_as_it_was_trained(
+    trained: tuple[Path, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Stage 2 served (int8 memory on disk) equals the training code's stage 2 (float memory of the
+    head's training rows) on the same embedding; the vote is recorded in meta.json, a folder without
+    its memory file is refused, and weights without `head.neighbours` serve the head alone."""
+    from extproc.tools.domain_training import row_sources, stage2_probs
+
+    data, out, _ = trained
+    clf = DomainClassifier.load(out)
+    meta = json.loads((out / META_FILE).read_text())
+    assert clf.neighbours is not None and meta["head"]["neighbours"]["k"] == TINY.neighbours_k
+    rows = load_rows(data / "train.jsonl")
+    memory = (
+        HashEmbedder().embed([r.text for r in rows]),
+        np.array([SUBJECTS.index(r.label) for r in rows]),
+        row_sources(rows),
+    )
+    texts = [rows[0].text, rows[40].text, "an unseen question about nothing in particular"]
+    x = HashEmbedder().embed(texts)
+    first = np.stack([clf.first_stage_probs(t) for t in texts])
+    served = np.stack([clf.embedding_probs(x[i], first[i]) for i in range(len(texts))])
+    trained_head, _ = stage2_probs(
+        x @ clf.head_weight + clf.head_bias,
+        x,
+        memory,
+        TINY,
+        vote_temperature=meta["cv_metrics"]["cv_temperatures"]["vote"],
+    )
+    assert np.abs(served - (clf.head_mix * trained_head + (1 - clf.head_mix) * first)).max() < 2e-3
+    # the control: the head alone answers otherwise
+    del meta["head"]["neighbours"]
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    for name in (LEXICAL_FILE, STATIC_FILE, HEAD_FILE):
+        (alone / name).write_bytes((out / name).read_bytes())
+    (alone / META_FILE).write_text(json.dumps(meta))
+    head_alone = DomainClassifier.load(alone)
+    assert head_alone.neighbours is None
+    assert not np.allclose(head_alone.embedding_probs(x[0], first[0]), served[0], atol=1e-3)
+    # a vote named in meta.json with no memory beside it is refused
+    (alone / META_FILE).write_bytes((out / META_FILE).read_bytes())
+    with pytest.raises(DomainClassifierError, match=r"neighbours.safetensors are missing"):
+        DomainClassifier.load(alone)
