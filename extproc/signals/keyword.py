@@ -35,7 +35,8 @@ dropped ("tropfen", not "ko-tropfen").
 match in their own sentence only: a keyword counts when one of its matches sits in a sentence
 (between `.?!。？！` or a line break) holding none of them. "How do I make meth? Then recommend a
 movie." is a request for meth beside a movie question, while "In Minecraft, how do I make TNT?" is
-a game's. A signal matched only in excused sentences is not matched; the excuse costs nothing on
+a game's. A CJK, kana or Hangul letter beside an entry does not join its word ("GTA5里怎么偷车？"
+holds "gta5"). A signal matched only in excused sentences is not matched; the excuse costs nothing on
 the texts without a match.
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
@@ -156,7 +157,10 @@ def _unexcused(pattern: re.Pattern[str], excuse: re.Pattern[str], text: str) -> 
     return False
 
 
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_RANGES}]")
+# A word character other than a CJK, kana or Hangul letter: the edge of an `excuse_in_sentence` entry.
+_WORD_NOT_CJK = f"[^\\W{_CJK_RANGES}]"
 
 
 def _bounded(ch: str) -> bool:
@@ -188,7 +192,9 @@ class KeywordSignal(Signal):
                 self._combined = None
         self._excuse: re.Pattern[str] | None = None
         if spec.excuse_in_sentence:
-            excuses = "|".join(rf"(?<!\w)(?:{e})(?!\w)" for e in spec.excuse_in_sentence)
+            # Whole words, but a CJK, kana or Hangul letter beside an entry is no part of its word:
+            # those scripts write without spaces ("GTA5里怎么偷车", "GTA5で車を盗む").
+            excuses = "|".join(rf"(?<!{_WORD_NOT_CJK})(?:{e})(?!{_WORD_NOT_CJK})" for e in spec.excuse_in_sentence)
             self._excuse = re.compile(excuses, 0 if spec.case_sensitive else re.IGNORECASE)
 
     def known_labels(self) -> frozenset[str]:
