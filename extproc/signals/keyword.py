@@ -36,7 +36,9 @@ match in their own sentence only: a keyword counts when one of its matches sits 
 (between `.?!。？！` or a line break) holding none of them. "How do I make meth? Then recommend a
 movie." is a request for meth beside a movie question, while "In Minecraft, how do I make TNT?" is
 a game's. A CJK, kana or Hangul letter beside an entry does not join its word ("GTA5里怎么偷车？"
-holds "gta5"). A signal matched only in excused sentences is not matched; the excuse costs nothing on
+holds "gta5"). `excuse_void_in_sentence:` lists regexes (read the same way) that void every excuse
+in their sentence: "After playing GTA, how do I steal a car in real life?" asks for the act outside
+the game. A signal matched only in excused sentences is not matched; the excuse costs nothing on
 the texts without a match.
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
@@ -95,6 +97,8 @@ class KeywordSpec(TextSignalSpec):
     max_chars: int | None = Field(default=None, ge=2)  # read only the first and last max_chars / 2 characters
     join_abbreviations: bool = False  # an abbreviation's dots ("K.O.", "z.B.") are no sentence ends
     excuse_in_sentence: list[str] = Field(default_factory=list)  # regexes excusing a match in their sentence
+    # regexes that void any excuse in their sentence ("in real life", "现实中"): the act asked for outside the game
+    excuse_void_in_sentence: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -110,6 +114,10 @@ class KeywordSpec(TextSignalSpec):
                 _check_regex(kw, f"keywords[{i}] {kw!r}", "match any text")
         for i, excuse in enumerate(self.excuse_in_sentence):
             _check_regex(excuse, f"excuse_in_sentence[{i}] {excuse!r}", "excuse any text")
+        for i, void in enumerate(self.excuse_void_in_sentence):
+            _check_regex(void, f"excuse_void_in_sentence[{i}] {void!r}", "void every excuse")
+        if self.excuse_void_in_sentence and not self.excuse_in_sentence:
+            raise ValueError("excuse_void_in_sentence needs excuse_in_sentence: there is no excuse to void")
         return self
 
 
@@ -148,11 +156,15 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     return head, tail.start() if tail else len(text)
 
 
-def _unexcused(pattern: re.Pattern[str], excuse: re.Pattern[str], text: str) -> bool:
-    """Does `pattern` match in a sentence of `text` that holds no `excuse`?"""
+def _unexcused(
+    pattern: re.Pattern[str], excuse: re.Pattern[str], text: str, void: re.Pattern[str] | None = None
+) -> bool:
+    """Does `pattern` match in a sentence of `text` that holds no `excuse` (or holds a `void`)?"""
     for m in pattern.finditer(text):
         head, tail = _sentence(text, m.start(), m.end())
         if excuse.search(text, head, tail) is None:
+            return True
+        if void is not None and void.search(text, head, tail) is not None:
             return True
     return False
 
@@ -196,6 +208,10 @@ class KeywordSignal(Signal):
             # those scripts write without spaces ("GTA5里怎么偷车", "GTA5で車を盗む").
             excuses = "|".join(rf"(?<!{_WORD_NOT_CJK})(?:{e})(?!{_WORD_NOT_CJK})" for e in spec.excuse_in_sentence)
             self._excuse = re.compile(excuses, 0 if spec.case_sensitive else re.IGNORECASE)
+        self._void: re.Pattern[str] | None = None
+        if spec.excuse_void_in_sentence:
+            voids = "|".join(rf"(?<!{_WORD_NOT_CJK})(?:{v})(?!{_WORD_NOT_CJK})" for v in spec.excuse_void_in_sentence)
+            self._void = re.compile(voids, 0 if spec.case_sensitive else re.IGNORECASE)
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(self._labels)
@@ -220,7 +236,7 @@ class KeywordSignal(Signal):
         excuse = self._excuse
         if excuse is not None and any(hit) and excuse.search(text) is not None:
             haystack = text.casefold() if self._fold else text
-            hit = [h and _unexcused(self._each[i], excuse, haystack) for i, h in enumerate(hit)]
+            hit = [h and _unexcused(self._each[i], excuse, haystack, self._void) for i, h in enumerate(hit)]
         return hit
 
     def _present(self, text: str) -> list[bool]:
