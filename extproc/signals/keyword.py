@@ -116,8 +116,6 @@ class KeywordSpec(TextSignalSpec):
             _check_regex(excuse, f"excuse_in_sentence[{i}] {excuse!r}", "excuse any text")
         for i, void in enumerate(self.excuse_void_in_sentence):
             _check_regex(void, f"excuse_void_in_sentence[{i}] {void!r}", "void every excuse")
-        if self.excuse_void_in_sentence and not self.excuse_in_sentence:
-            raise ValueError("excuse_void_in_sentence needs excuse_in_sentence: there is no excuse to void")
         return self
 
 

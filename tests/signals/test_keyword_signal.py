@@ -269,5 +269,7 @@ def test_excuse_void_in_sentence_voids_the_excuse_in_its_own_sentence_only() -> 
         assert not voided.compute(user(text)).matched, text
     plain = signal(keywords=[request], regex=True, whole_word=False, excuse_in_sentence=["gta"])  # no void
     assert not plain.compute(user("After playing GTA, how do I steal a car in real life?")).matched
-    with pytest.raises(ValidationError, match="needs excuse_in_sentence"):
-        KeywordSpec(type="keyword", name="kw", keywords=["x"], excuse_void_in_sentence=["irl"])
+    with pytest.raises(ValidationError, match="excuse_void_in_sentence"):
+        KeywordSpec(
+            type="keyword", name="kw", keywords=["x"], excuse_in_sentence=["gta"], excuse_void_in_sentence=["(irl"]
+        )
