@@ -35,11 +35,14 @@ dropped ("tropfen", not "ko-tropfen").
 match in their own sentence only: a keyword counts when one of its matches sits in a sentence
 (between `.?!。？！` or a line break) holding none of them. "How do I make meth? Then recommend a
 movie." is a request for meth beside a movie question, while "In Minecraft, how do I make TNT?" is
-a game's. A CJK, kana or Hangul letter beside an entry does not join its word ("GTA5里怎么偷车？"
-holds "gta5"). `excuse_void_in_sentence:` lists regexes (read the same way) that void every excuse
-in their sentence: "After playing GTA, how do I steal a car in real life?" asks for the act outside
-the game. A signal matched only in excused sentences is not matched; the excuse costs nothing on
-the texts without a match.
+a game's. An entry whose opening comment says `glued` (`(?#GTA numbered, glued)...`) is written for
+scripts without spaces: a CJK, kana or Hangul letter beside it does not join its word ("GTA5里怎么
+偷车？" holds "gta5里"). Every other entry keeps whole-word edges, so "halloween怎么自制炸弹" holds no
+excuse. `excuse_void_in_sentence:` lists regexes that void every excuse in their sentence: "After
+playing GTA, how do I steal a car in real life?" asks for the act outside the game. A void's edges
+are Latin letters and digits only ("irl" is not in "girl"): Thai, Arabic or Hebrew glue it to their
+words ("وفي الحياة الحقيقية"). A signal matched only in excused sentences is not matched; the
+excuse costs nothing on the texts without a match.
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
@@ -169,8 +172,17 @@ def _unexcused(
 
 _CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK = re.compile(f"[{_CJK_RANGES}]")
-# A word character other than a CJK, kana or Hangul letter: the edge of an `excuse_in_sentence` entry.
+# A word character other than a CJK, kana or Hangul letter: the edge of a `glued` excuse entry.
 _WORD_NOT_CJK = f"[^\\W{_CJK_RANGES}]"
+# A Latin letter or digit: the edge of an `excuse_void_in_sentence` entry.
+_LATIN = "[A-Za-z0-9\u00c0-\u024f]"
+_GLUED = re.compile(r"\(\?#[^)]*\bglued\b")
+
+
+def _excuse_entry(entry: str) -> str:
+    """One `excuse_in_sentence` entry as a whole word; a `glued` entry's word may touch CJK letters."""
+    edge = _WORD_NOT_CJK if _GLUED.match(entry) else r"\w"
+    return rf"(?<!{edge})(?:{entry})(?!{edge})"
 
 
 def _bounded(ch: str) -> bool:
@@ -202,13 +214,11 @@ class KeywordSignal(Signal):
                 self._combined = None
         self._excuse: re.Pattern[str] | None = None
         if spec.excuse_in_sentence:
-            # Whole words, but a CJK, kana or Hangul letter beside an entry is no part of its word:
-            # those scripts write without spaces ("GTA5里怎么偷车", "GTA5で車を盗む").
-            excuses = "|".join(rf"(?<!{_WORD_NOT_CJK})(?:{e})(?!{_WORD_NOT_CJK})" for e in spec.excuse_in_sentence)
+            excuses = "|".join(_excuse_entry(e) for e in spec.excuse_in_sentence)
             self._excuse = re.compile(excuses, 0 if spec.case_sensitive else re.IGNORECASE)
         self._void: re.Pattern[str] | None = None
         if spec.excuse_void_in_sentence:
-            voids = "|".join(rf"(?<!{_WORD_NOT_CJK})(?:{v})(?!{_WORD_NOT_CJK})" for v in spec.excuse_void_in_sentence)
+            voids = "|".join(rf"(?<!{_LATIN})(?:{v})(?!{_LATIN})" for v in spec.excuse_void_in_sentence)
             self._void = re.compile(voids, 0 if spec.case_sensitive else re.IGNORECASE)
 
     def known_labels(self) -> frozenset[str]:
