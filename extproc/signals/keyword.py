@@ -35,8 +35,14 @@ dropped ("tropfen", not "ko-tropfen").
 match in their own sentence only: a keyword counts when one of its matches sits in a sentence
 (between `.?!。？！` or a line break) holding none of them. "How do I make meth? Then recommend a
 movie." is a request for meth beside a movie question, while "In Minecraft, how do I make TNT?" is
-a game's. A signal matched only in excused sentences is not matched; the excuse costs nothing on
-the texts without a match.
+a game's. An entry whose opening comment says `glued` (`(?#GTA numbered, glued)...`) is written for
+scripts without spaces: a CJK, kana or Hangul letter beside it does not join its word ("GTA5里怎么
+偷车？" holds "gta5里"). Every other entry keeps whole-word edges, so "halloween怎么自制炸弹" holds no
+excuse. `excuse_void_in_sentence:` lists regexes that void every excuse in their sentence: "After
+playing GTA, how do I steal a car in real life?" asks for the act outside the game. A void's edges
+are Latin letters and digits only ("irl" is not in "girl"): Thai, Arabic or Hebrew glue it to their
+words ("وفي الحياة الحقيقية"). A signal matched only in excused sentences is not matched; the
+excuse costs nothing on the texts without a match.
 
 A regex keyword that opens with a comment, `(?#weapons made)...`, is labelled by that comment in
 results, evidence and `label:` conditions: a long pattern reads as its name.
@@ -94,6 +100,8 @@ class KeywordSpec(TextSignalSpec):
     max_chars: int | None = Field(default=None, ge=2)  # read only the first and last max_chars / 2 characters
     join_abbreviations: bool = False  # an abbreviation's dots ("K.O.", "z.B.") are no sentence ends
     excuse_in_sentence: list[str] = Field(default_factory=list)  # regexes excusing a match in their sentence
+    # regexes that void any excuse in their sentence ("in real life", "现实中"): the act asked for outside the game
+    excuse_void_in_sentence: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check_keywords(self) -> KeywordSpec:
@@ -109,6 +117,8 @@ class KeywordSpec(TextSignalSpec):
                 _check_regex(kw, f"keywords[{i}] {kw!r}", "match any text")
         for i, excuse in enumerate(self.excuse_in_sentence):
             _check_regex(excuse, f"excuse_in_sentence[{i}] {excuse!r}", "excuse any text")
+        for i, void in enumerate(self.excuse_void_in_sentence):
+            _check_regex(void, f"excuse_void_in_sentence[{i}] {void!r}", "void every excuse")
         return self
 
 
@@ -147,16 +157,32 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     return head, tail.start() if tail else len(text)
 
 
-def _unexcused(pattern: re.Pattern[str], excuse: re.Pattern[str], text: str) -> bool:
-    """Does `pattern` match in a sentence of `text` that holds no `excuse`?"""
+def _unexcused(
+    pattern: re.Pattern[str], excuse: re.Pattern[str], text: str, void: re.Pattern[str] | None = None
+) -> bool:
+    """Does `pattern` match in a sentence of `text` that holds no `excuse` (or holds a `void`)?"""
     for m in pattern.finditer(text):
         head, tail = _sentence(text, m.start(), m.end())
         if excuse.search(text, head, tail) is None:
             return True
+        if void is not None and void.search(text, head, tail) is not None:
+            return True
     return False
 
 
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_RANGES}]")
+# A word character other than a CJK, kana or Hangul letter: the edge of a `glued` excuse entry.
+_WORD_NOT_CJK = f"[^\\W{_CJK_RANGES}]"
+# A Latin letter or digit: the edge of an `excuse_void_in_sentence` entry.
+_LATIN = "[A-Za-z0-9\u00c0-\u024f]"
+_GLUED = re.compile(r"\(\?#[^)]*\bglued\b")
+
+
+def _excuse_entry(entry: str) -> str:
+    """One `excuse_in_sentence` entry as a whole word; a `glued` entry's word may touch CJK letters."""
+    edge = _WORD_NOT_CJK if _GLUED.match(entry) else r"\w"
+    return rf"(?<!{edge})(?:{entry})(?!{edge})"
 
 
 def _bounded(ch: str) -> bool:
@@ -188,8 +214,12 @@ class KeywordSignal(Signal):
                 self._combined = None
         self._excuse: re.Pattern[str] | None = None
         if spec.excuse_in_sentence:
-            excuses = "|".join(rf"(?<!\w)(?:{e})(?!\w)" for e in spec.excuse_in_sentence)
+            excuses = "|".join(_excuse_entry(e) for e in spec.excuse_in_sentence)
             self._excuse = re.compile(excuses, 0 if spec.case_sensitive else re.IGNORECASE)
+        self._void: re.Pattern[str] | None = None
+        if spec.excuse_void_in_sentence:
+            voids = "|".join(rf"(?<!{_LATIN})(?:{v})(?!{_LATIN})" for v in spec.excuse_void_in_sentence)
+            self._void = re.compile(voids, 0 if spec.case_sensitive else re.IGNORECASE)
 
     def known_labels(self) -> frozenset[str]:
         return frozenset(self._labels)
@@ -214,7 +244,7 @@ class KeywordSignal(Signal):
         excuse = self._excuse
         if excuse is not None and any(hit) and excuse.search(text) is not None:
             haystack = text.casefold() if self._fold else text
-            hit = [h and _unexcused(self._each[i], excuse, haystack) for i, h in enumerate(hit)]
+            hit = [h and _unexcused(self._each[i], excuse, haystack, self._void) for i, h in enumerate(hit)]
         return hit
 
     def _present(self, text: str) -> list[bool]:
