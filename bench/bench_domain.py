@@ -42,14 +42,8 @@ sys.path.insert(0, str(REPO))
 from extproc.models.domain_classifier import DomainClassifier  # noqa: E402
 from extproc.protocol.openai import parse_request  # noqa: E402
 from extproc.signals.domain import DomainSpec, ShippedDomainModel, ShippedDomainSignal  # noqa: E402
-from extproc.tools.domain_evaluation import baselines  # noqa: E402
-from extproc.tools.domain_training import (  # noqa: E402
-    embed_all,
-    evaluate,
-    format_report,
-    load_rows,
-    minilm_embedder,
-)
+from extproc.tools.domain_evaluation import baselines, evaluate, format_report  # noqa: E402
+from extproc.tools.domain_training import embed_all, load_rows, minilm_embedder  # noqa: E402
 
 
 def signal_latency(rows: list[str], classifier: DomainClassifier) -> dict[str, float | int]:

@@ -62,7 +62,7 @@ def combine(
 
 
 def _unit(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    return np.asarray(x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12))
 
 
 def log_softmax(z: npt.NDArray[Any]) -> npt.NDArray[np.float64]:

@@ -11,8 +11,9 @@ import math
 import re
 import sys
 import tempfile
+import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +28,100 @@ from extproc.tools.domain_training import (
     Row,
     TrainConfig,
     balanced_weights,
+    cascade,
     embed_all,
-    evaluate,
     fit_softmax,
-    format_report,
     load_rows,
     minilm_embedder,
     packaged_token_vectors,
     predict_softmax,
     scores,
+    tradeoff,
     train,
 )
 from extproc.tools.domain_training import __doc__ as training_doc
 from extproc.tools.fitting import Sparse
 
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+# --- evaluation -----------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    classifier: DomainClassifier,
+    rows: Sequence[Row],
+    embed_fn: Callable[[Sequence[str]], npt.ArrayLike] | None,
+    *,
+    timing_repeats: int = 3,
+) -> dict[str, Any]:
+    """The cascade on `rows`: scores, stage-1 share, stage-1 latency, the threshold trade-off curve."""
+    labels = list(classifier.labels)
+    y = np.array([labels.index(r.label) for r in rows], dtype=np.int64)
+    lex = np.zeros((len(rows), len(labels)), dtype=np.float64)
+    latencies = []
+    for i, r in enumerate(rows):
+        best = math.inf
+        for _ in range(max(1, timing_repeats)):
+            t0 = time.perf_counter()
+            p = classifier.first_stage_probs(r.text)
+            best = min(best, time.perf_counter() - t0)
+        lex[i] = p
+        latencies.append(best * 1e6)
+    head = lex.copy()
+    if embed_fn is not None and rows:
+        vecs = np.asarray(embed_fn([r.text for r in rows]), dtype=np.float32)
+        for i in range(len(rows)):
+            head[i] = classifier.embedding_probs(vecs[i], lex[i].astype(np.float32))
+    pred, embedded = cascade(lex, head, classifier.confident)
+    lat = np.array(latencies) if latencies else np.zeros(1)
+    return {
+        "cascade": scores(y, pred, labels),
+        "stage1_only": scores(y, lex.argmax(1), labels),
+        "stage2_everywhere": scores(y, head.argmax(1), labels) if embed_fn is not None else None,
+        "confident": classifier.confident,
+        "stage1_share": round(1.0 - float(embedded.mean()), 4),
+        "stage1_latency_us": {
+            q: round(float(np.percentile(lat, v)), 1) for q, v in (("p50", 50), ("p90", 90), ("p99", 99))
+        },
+        "tradeoff": tradeoff(lex, head, y) if embed_fn is not None else [],
+    }
+
+
+def format_scores(name: str, s: dict[str, Any]) -> str:
+    return f"{name:22s} accuracy {s['accuracy']:.4f}  macro-F1 {s['macro_f1']:.4f}"
+
+
+def format_report(report: dict[str, Any], base: dict[str, Any] | None) -> str:
+    lines = [
+        f"rows {report['cascade']['rows']}  confident {report['confident']}  stage-1 share {report['stage1_share']}",
+        f"stage-1 latency us {report['stage1_latency_us']}",
+    ]
+    lines.append(format_scores("cascade (shipped)", report["cascade"]))
+    lines.append(format_scores("stage 1 only", report["stage1_only"]))
+    if report["stage2_everywhere"] is not None:
+        lines.append(format_scores("stage 2 on every text", report["stage2_everywhere"]))
+    if base:
+        for key, title in (
+            ("tfidf_lr", "baseline TF-IDF LR"),
+            ("minilm_lr", "baseline MiniLM LR"),
+            ("average", "baseline average"),
+        ):
+            lines.append(format_scores(title, base[key]))
+    header = f"{'subject':18s} {'n':>4s} {'cascade':>8s}" + ("  tfidf  minilm  average" if base else "")
+    lines.append("per-subject recall:")
+    lines.append(header)
+    for name, row in report["cascade"]["per_label"].items():
+        line = f"{name:18s} {row['support']:4d} {row['recall']:8.3f}"
+        if base:
+            line += "".join(
+                f" {base[k]['per_label'][name]['recall']:6.3f} " for k in ("tfidf_lr", "minilm_lr", "average")
+            )
+        lines.append(line)
+    if report["tradeoff"]:
+        lines.append("threshold trade-off (confident -> share embedded, accuracy):")
+        lines.extend(f"  {c['confident']:.2f} -> {c['embedded']:.3f} {c['accuracy']:.4f}" for c in report["tradeoff"])
+    return "\n".join(lines)
 
 
 class TfidfFeatures:

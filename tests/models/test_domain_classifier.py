@@ -29,12 +29,11 @@ from extproc.models.domain_classifier import (
     neutralise_numbers,
 )
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
-from extproc.tools.domain_evaluation import TfidfFeatures
+from extproc.tools.domain_evaluation import TfidfFeatures, evaluate
 from extproc.tools.domain_sources import fit_temperature, source_balanced_weights
 from extproc.tools.domain_training import (
     TrainConfig,
     balanced_weights,
-    evaluate,
     fit_head,
     fit_softmax,
     knee,
