@@ -195,10 +195,11 @@ def test_a_second_request_beside_a_protective_one_stays_refused(router: Router, 
     assert route_text(router, text).decision == "harmful_request", text
 
 
-# The frame excuses three of harmful_against_people's labels; harmful_request names every other label
+# The frame excuses four of harmful_against_people's labels; harmful_request names every other label
 # as a leaf of its own, so that a framed text still refuses on it. A label added to the signal later
 # and not named there would be excused by any frame: this check keeps the two lists together.
-EXCUSED = {"scams against a person", "abusive or hateful message", "theft"}
+# (f53: the class `a scam warning written for others` also excuses h51's "scam messages and calls written".)
+EXCUSED = {"scams against a person", "abusive or hateful message", "theft", "scam messages and calls written"}
 
 
 def labels_refused_whatever_the_frame(policy: dict[str, Any]) -> set[str]:
