@@ -29,6 +29,27 @@ from extproc.models.static_embedding import quantise_rows
 
 FloatArray = npt.NDArray[np.float32]
 VOTE_FLOOR = 1e-6  # a subject with no neighbour gets this share: a strong veto, never log(0)
+SCREEN_BLOCK = 64  # memory columns per block maximum in `nearest`'s screen
+
+
+def nearest(sims: FloatArray, k: int) -> npt.NDArray[np.intp]:
+    """The columns of each row's `k` largest similarities, in no order; the same set as
+    `np.argpartition` gives (ties aside) at about a fifth of its cost on a 20,000-row memory.
+
+    A selection over every column is what a vote costs, so most columns are ruled out first: the
+    k-th largest of the rows' block maxima is a lower bound of the k-th largest entry (k distinct
+    entries reach it), and only the entries at or above it are ranked."""
+    n_rows, n_cols = sims.shape
+    n_blocks = n_cols // SCREEN_BLOCK
+    if n_blocks < 4 * k:
+        return np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    maxima = sims[:, : n_blocks * SCREEN_BLOCK].reshape(n_rows, n_blocks, SCREEN_BLOCK).max(axis=2)
+    bars = np.partition(maxima, n_blocks - k, axis=1)[:, n_blocks - k]
+    out = np.empty((n_rows, k), dtype=np.intp)
+    for i in range(n_rows):
+        candidates = np.flatnonzero(sims[i] >= bars[i])
+        out[i] = candidates[np.argpartition(-sims[i, candidates], k - 1)[:k]]
+    return out
 
 
 def vote(
@@ -39,12 +60,13 @@ def vote(
     sims = np.asarray(sims, dtype=np.float32)
     n_subjects = prior.shape[0]
     k = min(k, sims.shape[1])
-    idx = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    idx = nearest(sims, k)
     near = np.take_along_axis(sims, idx, axis=1)
     weights = np.exp((near - near.max(axis=1, keepdims=True)) / temperature)
-    out = np.zeros((sims.shape[0], n_subjects), dtype=np.float64)
-    rows = np.repeat(np.arange(sims.shape[0]), k)
-    np.add.at(out, (rows, labels[idx].ravel()), weights.ravel())
+    n_rows = sims.shape[0]
+    cells = (np.arange(n_rows)[:, None] * n_subjects + labels[idx]).ravel()
+    totals = np.bincount(cells, weights=weights.ravel(), minlength=n_rows * n_subjects)
+    out = np.asarray(totals, dtype=np.float64).reshape(n_rows, n_subjects)
     out /= np.maximum(prior, 1e-12)
     return np.asarray(out / out.sum(axis=1, keepdims=True), dtype=np.float32)
 

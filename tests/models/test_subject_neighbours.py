@@ -7,7 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings, combine, log_softmax, vote
+from extproc.models.subject_neighbours import (
+    SCREEN_BLOCK,
+    NeighbourMemory,
+    NeighbourSettings,
+    combine,
+    log_softmax,
+    nearest,
+    vote,
+)
 
 SETTINGS = NeighbourSettings(k=4, temperature=0.05, weight=0.3, mix_temperature=1.0)
 
@@ -28,6 +36,23 @@ def test_the_nearest_rows_decide_the_vote() -> None:
     assert vote(sims, labels, k=4, temperature=1.0, prior=prior)[0, 0] > 0.3
     # k bounds the vote: with k=2 subject 0 gets nothing
     assert vote(sims, labels, k=2, temperature=1.0, prior=prior)[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("n_cols", [SCREEN_BLOCK * 200 + 37, SCREEN_BLOCK * 20, 30])
+def test_the_screened_selection_finds_the_same_rows_as_a_full_one(n_cols: int) -> None:
+    # unit rows near a few memory rows, as texts meet the memory: the screen rules out most
+    # columns, and must never rule out one of the k largest (the tail past the last block too)
+    rng = np.random.default_rng(7)
+    memory = unit(rng.normal(size=(n_cols, 32)))
+    texts = unit(np.concatenate([rng.normal(size=(20, 32)), memory[rng.choice(n_cols, 20)] + 0.1]))
+    sims = (texts @ memory.T).astype(np.float32)
+    sims[0, -1] = 2.0  # the best row of text 0 lies in the tail no block covers
+    k = min(25, n_cols)
+    got = nearest(sims, k)
+    want = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    assert got.shape == (40, k)
+    assert all(set(got[i]) == set(want[i]) for i in range(40))
+    assert n_cols - 1 in set(got[0])
 
 
 def test_a_subject_does_not_win_by_its_share_of_the_memory() -> None:
