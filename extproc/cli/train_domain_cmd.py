@@ -8,10 +8,12 @@ the same files, byte for byte."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from extproc.ops.paths import TRAINING_ONLY, in_repository
+from extproc.tools.pinned_numerics import pin_training_numerics
 from extproc.tools.progress import heartbeat
 
 
@@ -29,6 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
+    # before the trainer imports numpy and torch: the same bytes on any AVX2 host
+    for problem in pin_training_numerics(os.environ):
+        print(f"extproc train-domain: numerics not pinned: {problem}", file=sys.stderr)
     from extproc.tools.domain_evaluation import main
 
     wanted = "test.jsonl" if args.eval_only else "train.jsonl"
