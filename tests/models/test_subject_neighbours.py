@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings, combine, log_softmax, vote
+from extproc.models.softmax import log_softmax
+from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings, combine, vote
 
 SETTINGS = NeighbourSettings(k=4, temperature=0.05, weight=0.3, mix_temperature=1.0)
 
