@@ -38,6 +38,7 @@ import numpy.typing as npt
 from extproc.models.attack_classifier import LexicalConfig, lexical_features
 from extproc.models.number_shapes import drop_number_shapes
 from extproc.models.registry import ModelUnavailable
+from extproc.models.softmax import softmax
 from extproc.models.static_embedding import StaticEmbedding, file_digest, load_tokenizer, packaged_tokenizer_path
 from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings
 
@@ -113,10 +114,9 @@ class DomainClassifierError(ModelUnavailable):
     """The domain classifier's weight files are missing, unreadable or inconsistent."""
 
 
-def softmax(z: npt.NDArray[Any]) -> FloatArray:
-    shifted = np.asarray(z, dtype=np.float64) - float(np.max(z))
-    e = np.exp(shifted)
-    return np.asarray(e / e.sum(), dtype=np.float32)
+def _probs(logits: npt.NDArray[Any]) -> FloatArray:
+    """One text's probabilities from its logits: the softmax in float64, stored as float32."""
+    return np.asarray(softmax(np.asarray(logits, dtype=np.float64)), dtype=np.float32)
 
 
 def lexical_logits(text: str, config: LexicalConfig, weights: npt.NDArray[Any], bias: FloatArray) -> FloatArray:
@@ -289,7 +289,7 @@ class DomainClassifier:
         return np.asarray(lexical + self.static.vector(text) @ self.static_weight, dtype=np.float32)
 
     def first_stage_probs(self, text: str) -> FloatArray:
-        return softmax(self.first_stage_logits(text))
+        return _probs(self.first_stage_logits(text))
 
     def decides(self, first: FloatArray) -> bool:
         """Is stage 1 sure enough to decide alone?"""
@@ -299,7 +299,7 @@ class DomainClassifier:
         """Stage 2: the head's probabilities on the embedding, mixed with stage 1's."""
         x = np.asarray(embedding, dtype=np.float32).reshape(-1)
         logits = x @ self.head_weight + self.head_bias
-        head = softmax(logits) if self.neighbours is None else self.neighbours.probs(logits[None, :], x[None, :])[0]
+        head = _probs(logits) if self.neighbours is None else self.neighbours.probs(logits[None, :], x[None, :])[0]
         mixed = self.head_mix * head + (1.0 - self.head_mix) * np.asarray(first, dtype=np.float32)
         return np.asarray(mixed, dtype=np.float32)
 

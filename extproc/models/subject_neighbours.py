@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from extproc.models.softmax import log_softmax
 from extproc.models.static_embedding import quantise_rows
 
 FloatArray = npt.NDArray[np.float32]
@@ -85,12 +86,6 @@ def combine(
 
 def _unit(x: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return np.asarray(x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12))
-
-
-def log_softmax(z: npt.NDArray[Any]) -> npt.NDArray[np.float64]:
-    z = np.asarray(z, dtype=np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    return np.asarray(z - np.log(np.exp(z).sum(axis=-1, keepdims=True)), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,4 +200,5 @@ class NeighbourMemory:
     def probs(self, head_logits: npt.NDArray[Any], x: npt.NDArray[Any]) -> FloatArray:
         """Stage 2's distribution: the head's (its calibrated logits) and the vote, combined."""
         s = self.settings
-        return combine(log_softmax(head_logits), self.votes(x), s.weight, s.mix_temperature)
+        head_log_probs = log_softmax(np.asarray(head_logits, dtype=np.float64))
+        return combine(head_log_probs, self.votes(x), s.weight, s.mix_temperature)

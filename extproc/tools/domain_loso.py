@@ -17,9 +17,10 @@ import numpy as np
 import numpy.typing as npt
 
 from extproc.models.domain_classifier import SUBJECTS
+from extproc.models.softmax import softmax
 from extproc.models.static_embedding import load_tokenizer, packaged_tokenizer_path
 from extproc.tools.domain_head_rows import HeadRows, label_indices
-from extproc.tools.domain_sources import per_subject_accuracy, softmax_rows, source_folds
+from extproc.tools.domain_sources import per_subject_accuracy, source_folds
 from extproc.tools.domain_training import (
     F64Array,
     Row,
@@ -108,7 +109,7 @@ def leave_source_out(
         w, b = fit_softmax(x, ty, weights, k, l2=cfg.first_l2, max_iter=cfg.first_max_iter, threads=cfg.threads)
         held_x = first_stage_matrix([read(corpus[int(i)].text) for i in held], cfg.lexical, static, cfg.static_scale)
         logits = np.log(np.maximum(predict_softmax(held_x, w, b), 1e-300))
-        first[held] = softmax_rows(logits / temperatures[0])
+        first[held] = softmax(logits / temperatures[0])
         kept_sources = [sources[int(i)] for i in kept] + extra_sources
         head_train = head_rows.joined(np.concatenate([emb[kept], extra_emb]), ty, kept_sources)
         hw, hb = fit_head(*head_train, k, cfg)

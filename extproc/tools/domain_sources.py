@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from extproc.models.softmax import softmax
+
 SMALL_SOURCE = 60
 F64Array = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -77,14 +79,8 @@ def source_balanced_weights(y: IntArray, sources: Sequence[str], k: int, power: 
     return np.asarray(w / w.sum(), dtype=np.float64)
 
 
-def softmax_rows(z: F64Array) -> F64Array:
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
-
-
 def nll(logits: F64Array, y: IntArray, temperature: float) -> float:
-    p = softmax_rows(logits / temperature)
+    p = softmax(logits / temperature)
     return float(-np.log(np.maximum(p[np.arange(y.size), y], 1e-12)).mean())
 
 

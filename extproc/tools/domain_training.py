@@ -54,6 +54,7 @@ from extproc.models.domain_classifier import (
     SUBJECTS,
     neutralise_numbers,
 )
+from extproc.models.softmax import softmax
 from extproc.models.static_embedding import (
     StaticEmbedding,
     load_tokenizer,
@@ -63,7 +64,7 @@ from extproc.models.static_embedding import (
 )
 from extproc.models.subject_neighbours import NeighbourMemory, NeighbourSettings
 from extproc.tools.domain_head_rows import NO_HEAD_ROWS, HeadRows, head_rows_meta, label_indices
-from extproc.tools.domain_sources import fit_temperature, softmax_rows, source_balanced_weights, source_folds
+from extproc.tools.domain_sources import fit_temperature, source_balanced_weights, source_folds
 from extproc.tools.fitting import Sparse, minimise_lbfgs
 from extproc.tools.training import (
     CachedEmbedder,
@@ -255,9 +256,7 @@ def predict_softmax(x: Any, w: npt.NDArray[Any], b: npt.NDArray[Any]) -> F64Arra
         z = (x.torch_pair()[0] @ wt).numpy() + b
     else:
         z = np.asarray(x, dtype=np.float64) @ wt.numpy() + b
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return np.asarray(e / e.sum(axis=1, keepdims=True), dtype=np.float64)
+    return softmax(z)
 
 
 # --- metrics -------------------------------------------------------------------------------------------
@@ -545,7 +544,7 @@ def _held_out(
     )
     first_logits = np.log(np.maximum(predict_softmax(take_rows(x, te), w, b), 1e-300))
     first_temperature = fit_temperature(first_logits, y[te])
-    cv_first = softmax_rows(first_logits / first_temperature)
+    cv_first = softmax(first_logits / first_temperature)
     log(f"stage 1 on the held-out fold: {te.size} rows, accuracy {float((cv_first.argmax(1) == y[te]).mean()):.3f}")
     # The head-only rows are written text, never from a held-out source: they train in every fold.
     head_train = head_only.joined(emb[tr], y[tr], [sources[int(i)] for i in tr])
@@ -576,13 +575,16 @@ def stage2_probs(
     temperature is fitted on these rows, else `vote_temperature` is used. Returns it too (1.0 off)."""
     settings = cfg.neighbour_settings()
     if settings is None:
-        return softmax_rows(head_logits), 1.0
+        return softmax(head_logits), 1.0
     neighbours = NeighbourMemory.fit(memory[0], memory[1], len(SUBJECTS), settings, cfg.neighbours_dims)
     combined = neighbours.probs(head_logits, emb).astype(np.float64)
+    # The log of the combined (float32) probabilities, as the temperature was fitted on: not
+    # `combine`'s pre-softmax logits, whose last bits differ and would change the shipped weights.
+    log_combined = np.log(np.maximum(combined, 1e-300))
     if y is not None:
-        vote_temperature = fit_temperature(np.log(np.maximum(combined, 1e-300)), y)
+        vote_temperature = fit_temperature(log_combined, y)
     t = 1.0 if vote_temperature is None else vote_temperature
-    return softmax_rows(np.log(np.maximum(combined, 1e-300)) / t), t
+    return softmax(log_combined / t), t
 
 
 def _corpus(train_file: Path, rows: Sequence[Row], extra: Path | None, extra_rows: Sequence[Row]) -> dict[str, Any]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from extproc.models.softmax import log_softmax
 from extproc.models.subject_neighbours import (
     SCREEN_BLOCK,
     NeighbourMemory,
     NeighbourSettings,
     combine,
-    log_softmax,
     nearest,
     vote,
 )

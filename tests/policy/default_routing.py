@@ -39,6 +39,35 @@ def matched_labels(outcome: RoutingOutcome, names: tuple[str, ...]) -> list[str]
     return [label for s in outcome.signals if s.name in names and s.matched for label in s.labels]
 
 
+# The decisions that refuse a harmful request (a jailbreak may be what a harmful text reads as first).
+REFUSALS = ("harmful_request", "jailbreak_block")
+
+
+def _matched_signals(outcome: RoutingOutcome) -> str:
+    """The signals that matched, each with its labels: what a failed refusal check reports."""
+    named = [f"{s.name}[{', '.join(s.labels)}]" if s.labels else s.name for s in outcome.signals if s.matched]
+    return "; ".join(named) or "none"
+
+
+def assert_refused(router: Router, text: str) -> RoutingOutcome:
+    """Routes `text` and checks that a refusal decides it; returns the outcome for further checks."""
+    outcome = route_text(router, text)
+    assert outcome.decision in REFUSALS, (
+        f"expected a refusal of {text!r}, got decision {outcome.decision!r}; "
+        f"signals matched: {_matched_signals(outcome)}"
+    )
+    return outcome
+
+
+def assert_answered(router: Router, text: str) -> RoutingOutcome:
+    """Routes `text` and checks that no refusal decides it; returns the outcome for further checks."""
+    outcome = route_text(router, text)
+    assert outcome.decision not in REFUSALS, (
+        f"expected {text!r} answered, got decision {outcome.decision!r}; signals matched: {_matched_signals(outcome)}"
+    )
+    return outcome
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSON-lines file (a dev set), blank lines skipped."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

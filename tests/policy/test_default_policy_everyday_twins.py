@@ -12,9 +12,7 @@ from __future__ import annotations
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, route_text
-
-REFUSALS = ("harmful_request", "jailbreak_block")
+from tests.policy.default_routing import assert_answered, assert_refused, default_router
 
 # (everyday text, the rule main refused it by, harmful twins that stay refused)
 PAIRS = [
@@ -140,15 +138,12 @@ def router() -> Router:
 def test_the_everyday_text_is_answered_and_its_twins_refused(
     router: Router, everyday: str, rule: str, twins: list[str]
 ) -> None:
-    outcome = route_text(router, everyday)
-    assert outcome.decision not in REFUSALS, (everyday, outcome.decision)
+    outcome = assert_answered(router, everyday)
     assert not any(s.matched for s in outcome.signals if s.name == rule), (everyday, rule)
     for twin in twins:
-        refused = route_text(router, twin)
-        assert refused.decision in REFUSALS, (twin, refused.decision)
+        assert_refused(router, twin)
 
 
 @pytest.mark.parametrize("text", UNSAFE_FLIPS, ids=[t[:24] for t in UNSAFE_FLIPS])
 def test_an_excuse_covers_only_what_it_was_written_for(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, (text, outcome.decision)
+    assert_refused(router, text)

@@ -10,9 +10,7 @@ from __future__ import annotations
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, route_text
-
-REFUSALS = ("harmful_request", "jailbreak_block")
+from tests.policy.default_routing import assert_refused, default_router
 
 # (review r7's cause tag, text)
 PASSED_THE_EXCUSES = [
@@ -89,4 +87,4 @@ def router() -> Router:
 
 @pytest.mark.parametrize(("cause", "text"), PASSED_THE_EXCUSES)
 def test_an_excuse_does_not_carry_a_harmful_request(router: Router, cause: str, text: str) -> None:
-    assert route_text(router, text).decision in REFUSALS, (cause, text)
+    assert_refused(router, text)

@@ -19,11 +19,10 @@ import time
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, keyword_signal, matched_labels, route_text
+from tests.policy.default_routing import assert_answered, assert_refused, default_router, keyword_signal, matched_labels
 
 pytestmark = pytest.mark.slow
 
-REFUSALS = ("harmful_request", "jailbreak_block")
 POISON = "poisoning a person or pet unnoticed"
 SCAM = "scam messages and calls written"
 THEFT = "stealing a car, motorbike or bike"
@@ -93,15 +92,13 @@ def router() -> Router:
 
 @pytest.mark.parametrize(("text", "label"), HARMFUL)
 def test_a_harmful_request_is_refused_and_named(router: Router, text: str, label: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, text
+    outcome = assert_refused(router, text)
     assert label in matched_labels(outcome, ("harmful_against_people",)), text
 
 
 @pytest.mark.parametrize("text", BENIGN)
 def test_an_everyday_twin_is_answered(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, outcome.decision)
+    outcome = assert_answered(router, text)
     assert not {POISON, SCAM, THEFT} & set(matched_labels(outcome, ("harmful_against_people",))), text
 
 

@@ -21,11 +21,20 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal, KeywordSpec
-from tests.policy.default_routing import default_router, excuse_words, matched_labels, read_jsonl, route_text, signal
+from tests.policy.default_routing import (
+    REFUSALS,
+    assert_answered,
+    assert_refused,
+    default_router,
+    excuse_words,
+    matched_labels,
+    read_jsonl,
+    route_text,
+    signal,
+)
 
 pytestmark = pytest.mark.slow
 
-REFUSALS = ("harmful_request", "jailbreak_block")
 REPO = Path(__file__).resolve().parents[2]
 POLICY = REPO / "extproc" / "data" / "policies" / "default.yaml"
 DEV_SET = REPO / "bench" / "data" / "harmful_weapons_selfharm_dev.jsonl"
@@ -102,7 +111,7 @@ def router() -> Router:
 )
 def test_a_word_of_another_language_or_an_abbreviation_no_longer_lets_a_request_pass(router: Router, text: str) -> None:
     assert not excuse_words(text), text
-    assert route_text(router, text).decision in REFUSALS, text
+    assert_refused(router, text)
 
 
 @pytest.mark.parametrize(
@@ -116,7 +125,7 @@ def test_a_word_of_another_language_or_an_abbreviation_no_longer_lets_a_request_
 )
 def test_anime_manga_and_costume_still_excuse_as_nouns(router: Router, text: str) -> None:
     assert excuse_words(text), text
-    assert route_text(router, text).decision not in REFUSALS, text
+    assert_answered(router, text)
 
 
 def test_the_dev_set_covers_each_class_on_both_sides_in_every_language() -> None:
@@ -133,8 +142,7 @@ def test_the_dev_set_covers_each_class_on_both_sides_in_every_language() -> None
     "row", [r for r in read_jsonl(DEV_SET) if r["label"] == "harmful"], ids=lambda r: f"{r['lang']}-{r['category']}"
 )
 def test_a_dev_harmful_request_is_refused_and_named_by_a_pattern(router: Router, row: dict[str, Any]) -> None:
-    outcome = route_text(router, row["text"])
-    assert outcome.decision in REFUSALS, row["text"]
+    outcome = assert_refused(router, row["text"])
     assert named(outcome), row["text"]
 
 
@@ -152,8 +160,7 @@ def test_a_dev_look_alike_is_named_by_no_pattern(router: Router, row: dict[str, 
 
 @pytest.mark.parametrize(("text", "label"), MORE_HARMFUL)
 def test_a_harmful_request_written_apart_from_the_dev_set_is_refused(router: Router, text: str, label: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, text
+    outcome = assert_refused(router, text)
     assert label in signal(outcome, "harmful_against_people").labels, (text, named(outcome))
 
 
@@ -253,7 +260,7 @@ BOMB_WITH_HARM = [
 @pytest.mark.parametrize("text", BOMB_WITH_HARM)
 def test_a_look_alike_bomb_beside_a_weapon_word_is_still_refused(router: Router, text: str) -> None:
     assert not excuse_words(text), text
-    assert route_text(router, text).decision in REFUSALS, text
+    assert_refused(router, text)
 
 
 # Everyday requests the patterns refused for a drug's or a person's word without the harmful act:
@@ -348,10 +355,9 @@ ACT_SAID = [
 
 @pytest.mark.parametrize("text", BOMB_LOOK_ALIKES + ACT_UNSAID)
 def test_a_look_alike_compound_idiom_or_word_without_the_act_is_not_refused(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, named(outcome))
+    assert_answered(router, text)
 
 
 @pytest.mark.parametrize("text", ACT_SAID)
 def test_the_act_said_is_still_refused(router: Router, text: str) -> None:
-    assert route_text(router, text).decision in REFUSALS, text
+    assert_refused(router, text)

@@ -17,9 +17,7 @@ import yaml
 
 from extproc.router import Router
 from extproc.signals.keyword import KeywordSignal
-from tests.policy.default_routing import POLICY, default_router, keyword_signal, route_text, signal
-
-REFUSALS = ("harmful_request", "jailbreak_block")
+from tests.policy.default_routing import POLICY, assert_answered, default_router, keyword_signal, route_text, signal
 
 SCAM = "scammers warned against"
 HELP = "help sought for what is done to me or by my child"
@@ -138,8 +136,7 @@ def test_a_weapon_word_beside_a_scam_warning_is_not_framed() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("text", "label"), FRAMED)
 def test_protective_requests_are_answered(router: Router, text: str, label: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, outcome.decision)
+    outcome = assert_answered(router, text)
     assert label in signal(outcome, "protective_request_frame").labels
 
 
