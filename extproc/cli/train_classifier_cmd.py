@@ -5,12 +5,10 @@ print its metrics on DIR/test.jsonl. Deterministic: the same corpus gives the sa
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 from extproc.ops.paths import TRAINING_ONLY, in_repository
-from extproc.tools.pinned_numerics import pin_training_numerics
 from extproc.tools.progress import heartbeat
 
 # The training recipes (`extproc.tools.attack_training.cli.RECIPES`, imported only when training).
@@ -41,9 +39,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    # before the trainer imports numpy and torch: the same bytes on any AVX2 host
-    for problem in pin_training_numerics(os.environ):
-        print(f"extproc train-classifier: numerics not pinned: {problem}", file=sys.stderr)
     from extproc.tools.attack_training.cli import main
 
     if not (args.data / ("test.jsonl" if args.eval_only else "train.jsonl")).is_file():
