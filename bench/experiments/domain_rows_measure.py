@@ -83,10 +83,12 @@ def main() -> int:
                 load_rows(folder / "extra_train.jsonl"),
                 embedder.embed,
                 packaged_token_vectors(1, cache),
-                TrainConfig(threads=1),
+                # weights without a neighbour vote are scored without one (as `bench_domain.py --loso`)
+                TrainConfig(threads=1) if clf.neighbours else TrainConfig(threads=1, neighbours_k=0),
                 pair,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
                 head_extra=load_rows(head_file) if (head_file := folder / HEAD_EXTRA_FILE).is_file() else [],
+                vote_temperature=float(temperatures.get("vote", 1.0)),
             )
             if args.save is not None:
                 args.save.mkdir(parents=True, exist_ok=True)
