@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 
 from extproc.models.domain_classifier import DEFAULT_WEIGHTS_DIR  # noqa: E402
 from extproc.tools.domain_apart import DROP_COSINE, WRITTEN_SETS, evaluation_files, mostly_cjk, too_close, unit_rows  # noqa: E402
-from extproc.tools.training import CachedEmbedder, packaged_minilm  # noqa: E402
 from extproc.tools.near_repeats import near_any  # noqa: E402
+from extproc.tools.training import CachedEmbedder, packaged_minilm  # noqa: E402
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -70,7 +70,10 @@ def main() -> int:
         p for p in (REPO / "bench" / "experiments").glob("domain_*rows*.jsonl") if p.resolve() != args.draft.resolve()
     )
     train_texts = [t for p in train_files if p.is_file() for t in texts_of(p)]
-    print(f"{len(draft)} drafts; {len(eval_texts)} evaluation texts in {len(eval_files)} files; {len(train_texts)} training texts")
+    print(
+        f"{len(draft)} drafts; {len(eval_texts)} evaluation texts in {len(eval_files)} files;"
+        f" {len(train_texts)} training texts"
+    )
 
     caught: dict[int, list[str]] = {}
 
