@@ -22,11 +22,16 @@ import time
 import pytest
 
 from extproc.router import Router
-from tests.policy.default_routing import default_router, keyword_signal, matched_labels, route_text
+from tests.policy.default_routing import (
+    assert_answered,
+    assert_refused,
+    default_router,
+    keyword_signal,
+    matched_labels,
+)
 
 pytestmark = pytest.mark.slow
 
-REFUSALS = ("harmful_request", "jailbreak_block")
 WATCHED = "a partner's phone, messages or location watched covertly"
 SELFHARM = "self-harm hidden, pills or a way to die"
 DRUGS = "drugs sold to pupils or unnoticed"
@@ -198,15 +203,13 @@ def router() -> Router:
 
 @pytest.mark.parametrize(("text", "label"), HARMFUL)
 def test_a_harmful_request_is_refused_and_named(router: Router, text: str, label: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, text
+    outcome = assert_refused(router, text)
     assert label in matched_labels(outcome, ("harmful_against_people",)), text
 
 
 @pytest.mark.parametrize("text", BENIGN)
 def test_an_everyday_twin_is_answered(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, outcome.decision)
+    outcome = assert_answered(router, text)
     assert not H60 & set(matched_labels(outcome, ("harmful_against_people",))), text
 
 
@@ -275,8 +278,7 @@ def test_each_guard_is_what_answers_its_twin(guarded: str, bare: str, label: str
     ],
 )
 def test_an_excuse_elsewhere_lets_no_request_through(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, text
+    assert_refused(router, text)
 
 
 def test_a_game_or_film_in_the_sentence_excuses_the_patterns() -> None:
@@ -338,11 +340,9 @@ R9_REFUSED = [
 
 @pytest.mark.parametrize("text", R9_ANSWERED)
 def test_review_r9_everyday_text_is_answered(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision not in REFUSALS, (text, outcome.decision)
+    assert_answered(router, text)
 
 
 @pytest.mark.parametrize("text", R9_REFUSED)
 def test_review_r9_harmful_twin_is_refused(router: Router, text: str) -> None:
-    outcome = route_text(router, text)
-    assert outcome.decision in REFUSALS, (text, outcome.decision)
+    assert_refused(router, text)
